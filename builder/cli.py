@@ -1,0 +1,61 @@
+"""Command line: parse arguments, call the core, map errors to exit codes. Nothing else.
+
+Exit codes: 0 success, 1 errors in the input or the build, 2 usage errors (argparse's own).
+Commands live in ``builder/commands/<name>.py`` and are imported only when used, so ``check`` does
+not pay for the modules ``serve`` needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS: dict[str, str] = {
+    "build": "Build the static site into --out (default <root>/site).",
+    "check": "Validate content and data without rendering; report errors, warnings and findings.",
+    "serve": "Build, serve on loopback and rebuild on every change, with live reload.",
+    "import": "Turn benchmark tool output into a validated row file.",
+    "new": "Write a commented starting file for a recipe, case study or post.",
+    "schema": "Export the JSON Schema of rows and front matter.",
+    "diff": "Summarise what the working tree changes against a git revision, in markdown.",
+}
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m builder",
+        description="Build and check the LLM-serving recipes site.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.add_argument(
+            "--root", default=".", metavar="DIR", help="site root holding content/ and data/ (default: .)"
+        )
+        module = _command_module(name)
+        module.add_arguments(command)
+    return parser
+
+
+def _command_module(name: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(f"builder.commands.{name.replace('-', '_')}_cmd")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from builder.errors import BuilderError
+
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = _command_module(args.command).run(args)
+    except BuilderError as exc:
+        from builder.commands.report import print_problems
+
+        print_problems(exc)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return result

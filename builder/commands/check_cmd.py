@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text: one 'path:line: message' per problem; json: one object; github: workflow annotations",
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="exit 1 also when a finding has no annotation (for pull requests)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.check import check_site
+    from builder.commands.report import format_github, format_text
+    from builder.config import load_config
+
+    report = check_site(load_config(args.root), strict=args.strict)
+    if args.format == "json":
+        print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
+    elif args.format == "github":
+        text = format_github(report.errors, report.warnings, report.findings)
+        if text:
+            print(text)
+    else:
+        text = format_text(report.errors, report.warnings)
+        if text:
+            print(text)
+        print(report.summary())
+    return report.exit_code

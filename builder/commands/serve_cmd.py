@@ -1,0 +1,13 @@
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.errors import ConfigError
+
+    raise ConfigError("'serve' is not available yet")

@@ -1,0 +1,191 @@
+"""Markdown documents: front matter, body rendering and the troubleshooting FAQ.
+
+One :class:`Markdown` instance (one markdown-it parser) is built per build and reused for every page.
+Raw HTML is off and links go through markdown-it's ``validateLink`` (no ``javascript:``, ``data:``,
+``vbscript:``, ``file:``), so a body cannot inject markup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from builder.errors import ContentError
+from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+
+FAQ_HEADING = "troubleshooting"
+
+
+@dataclass(frozen=True)
+class Document:
+    """A content file split into front matter and body."""
+
+    rel: str
+    """Path relative to the site root, for messages."""
+    front: YamlDoc
+    """Parsed front matter with key lines relative to the front matter's first line."""
+    body: str
+    """Markdown after the closing ``---``."""
+    body_line: int
+    """File line on which the body starts."""
+    digest: str
+    """SHA-256 of the whole file, the key of render caches."""
+
+    def line_of(self, loc: tuple[str | int, ...]) -> int:
+        """File line of a front-matter key path (line 1 is the opening ``---``)."""
+        return self.front.line_of(loc, default=0) + 1
+
+
+def split_document(rel: str, text: str) -> Document:
+    """Split ``---`` front matter from the body; raise :class:`ContentError` with a line."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise ContentError("missing front matter: the file must start with a '---' line", rel, 1)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == "---":
+            front_text = "\n".join(lines[1:index])
+            body = "\n".join(lines[index + 1 :])
+            break
+    else:
+        raise ContentError("front matter is not closed by a '---' line", rel, 1)
+    try:
+        front = load_yaml(front_text)
+    except YamlProblem as exc:
+        raise ContentError(exc.message, rel, exc.line + 1) from None
+    if not isinstance(front.value, dict):
+        raise ContentError("front matter must be a mapping of keys to values", rel, 2)
+    return Document(rel, front, body, index + 2, digest)
+
+
+def slugify(text: str) -> str:
+    """A stable, readable anchor id for a heading."""
+    norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    norm = re.sub(r"[^a-z0-9]+", "-", norm).strip("-")
+    return norm or "section"
+
+
+@dataclass(frozen=True)
+class FaqItem:
+    """One troubleshooting question and its rendered answer."""
+
+    question: str
+    anchor: str
+    answer_html: str
+    answer_text: str
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class RenderedBody:
+    """A body rendered to HTML, with the FAQ taken out of it."""
+
+    html: str
+    text: str
+    headings: tuple[Heading, ...] = ()
+    faq: tuple[FaqItem, ...] = field(default_factory=tuple)
+
+
+def _inline_text(token: Token) -> str:
+    return "".join(child.content for child in token.children or [] if child.type in ("text", "code_inline"))
+
+
+class Markdown:
+    """The one markdown parser of a build, with a digest-keyed cache of rendered bodies."""
+
+    def __init__(self) -> None:
+        self._md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
+            ["table", "strikethrough"]
+        )
+        self._cache: dict[str, RenderedBody] = {}
+
+    def render(self, body: str, *, faq: bool = False) -> RenderedBody:
+        key = hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        result = self._render(body, faq)
+        self._cache[key] = result
+        return result
+
+    def _render(self, body: str, faq: bool) -> RenderedBody:
+        tokens = self._md.parse(body)
+        used: set[str] = set()
+
+        def unique(anchor: str) -> str:
+            candidate, n = anchor, 2
+            while candidate in used:
+                candidate = f"{anchor}-{n}"
+                n += 1
+            used.add(candidate)
+            return candidate
+
+        headings: list[Heading] = []
+        faq_items: list[FaqItem] = []
+        main: list[Token] = []
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            if token.type == "heading_open":
+                level = int(token.tag[1])
+                text = _inline_text(tokens[index + 1])
+                if faq and level == 2 and text.strip().lower() == FAQ_HEADING:
+                    index = self._collect_faq(tokens, index + 3, faq_items, unique)
+                    continue
+                anchor = unique(slugify(text))
+                token.attrSet("id", anchor)
+                headings.append(Heading(level, text, anchor))
+            main.append(token)
+            index += 1
+        html = self._md.renderer.render(main, self._md.options, {})
+        return RenderedBody(html, _plain(main), tuple(headings), tuple(faq_items))
+
+    def _collect_faq(self, tokens: list[Token], index: int, items: list[FaqItem], unique: Any) -> int:
+        """Gather ``###`` questions until the next ``##`` or higher; return where to resume."""
+        question: str | None = None
+        answer: list[Token] = []
+
+        def flush() -> None:
+            if question is not None:
+                html = self._md.renderer.render(answer, self._md.options, {})
+                items.append(FaqItem(question, unique("faq-" + slugify(question)), html, _plain(answer)))
+
+        while index < len(tokens):
+            token = tokens[index]
+            if token.type == "heading_open" and int(token.tag[1]) <= 2:
+                break
+            if token.type == "heading_open" and token.tag == "h3":
+                flush()
+                question = _inline_text(tokens[index + 1]).strip()
+                answer = []
+                index += 3
+                continue
+            if question is not None:
+                answer.append(token)
+            index += 1
+        flush()
+        return index
+
+
+def _plain(tokens: list[Token]) -> str:
+    parts: list[str] = []
+    for token in tokens:
+        if token.type == "inline":
+            parts.append(_inline_text(token))
+        elif token.type in ("fence", "code_block"):
+            parts.append(token.content)
+    return " ".join(p.strip() for p in parts if p.strip())

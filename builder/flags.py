@@ -1,0 +1,137 @@
+"""Serve flags and environment strings, parsed and normalised for comparison.
+
+``--a=1`` and ``--a 1`` are the same flag; so are ``--max_model_len`` and ``--max-model-len`` (vLLM
+accepts both spellings). A flag followed by another flag or by nothing is boolean; ``--no-x`` is
+``--x`` set to false. JSON values (``--speculative-config '{...}'``) compare by content, not spacing.
+Order never matters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+
+FlagValue = str | bool
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+class FlagSyntaxError(ValueError):
+    """The string cannot be split into flags (an unclosed quote, a stray value)."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag as typed and as normalised."""
+
+    name: str
+    """Normalised name: leading dashes kept, underscores turned into dashes."""
+    value: FlagValue
+    """The value, ``True``/``False`` for boolean flags, JSON re-serialised canonically."""
+    typed: str
+    """The flag as it appeared (for display)."""
+
+
+def _normalise_name(raw: str) -> str:
+    dashes = len(raw) - len(raw.lstrip("-"))
+    return raw[:dashes] + raw[dashes:].replace("_", "-")
+
+
+def _normalise_value(value: str) -> str:
+    text = value.strip()
+    if text[:1] in "{[":
+        try:
+            return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+        except ValueError:
+            return value
+    return value
+
+
+def _is_flag(token: str) -> bool:
+    return token.startswith("-") and not _NUMBER.fullmatch(token) and token != "-"
+
+
+def parse_flags(text: str) -> list[Flag]:
+    """Split a flags string into flags; raise :class:`FlagSyntaxError` on what cannot be read."""
+    try:
+        tokens = shlex.split(text, comments=False, posix=True)
+    except ValueError as exc:
+        raise FlagSyntaxError(f"cannot split flags: {exc}") from None
+    flags: list[Flag] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if not _is_flag(token):
+            raise FlagSyntaxError(f"'{token}' is not a flag and follows no flag that takes a value")
+        if "=" in token and token.startswith("--"):
+            name, value = token.split("=", 1)
+            flags.append(Flag(_normalise_name(name), _normalise_value(value), token))
+            index += 1
+            continue
+        nxt = tokens[index + 1] if index + 1 < len(tokens) else None
+        if nxt is not None and not _is_flag(nxt):
+            flags.append(Flag(_normalise_name(token), _normalise_value(nxt), f"{token} {shlex.quote(nxt)}"))
+            index += 2
+            continue
+        name = _normalise_name(token)
+        if name.startswith("--no-"):
+            flags.append(Flag("--" + name[5:], False, token))
+        else:
+            flags.append(Flag(name, True, token))
+        index += 1
+    return flags
+
+
+def flag_map(text: str) -> dict[str, FlagValue]:
+    """Normalised ``{name: value}``; a flag given twice keeps both values joined in order."""
+    out: dict[str, FlagValue] = {}
+    for flag in parse_flags(text):
+        if flag.name in out:
+            out[flag.name] = f"{out[flag.name]} {flag.value}"
+        else:
+            out[flag.name] = flag.value
+    return out
+
+
+def format_value(value: FlagValue | None) -> str:
+    """How a flag value is shown to readers."""
+    if value is None:
+        return "(absent)"
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    return value
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """``K=V K2='two words'`` → mapping; raise :class:`FlagSyntaxError` on a malformed item."""
+    try:
+        items = shlex.split(text, posix=True)
+    except ValueError as exc:
+        raise FlagSyntaxError(f"cannot split env: {exc}") from None
+    env: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not _ENV_NAME.fullmatch(name):
+            raise FlagSyntaxError(f"env item '{item}' is not NAME=value")
+        if name in env:
+            raise FlagSyntaxError(f"env variable '{name}' is given twice")
+        env[name] = value
+    return env
+
+
+def serve_command(checkpoint: str, flags: str, env: dict[str, str], engine: str) -> str:
+    """The shell command a reader can paste, one flag per line."""
+    lines = [f"{name}={shlex.quote(value)} \\" for name, value in sorted(env.items())]
+    program = {"vllm": "vllm serve", "sglang": "python -m sglang.launch_server --model-path"}.get(
+        engine.lower(), f"{engine} serve"
+    )
+    parts = [f"{program} {shlex.quote(checkpoint)}"]
+    try:
+        parts.extend(flag.typed for flag in parse_flags(flags))
+    except FlagSyntaxError:
+        parts.append(flags)
+    return "\n".join(lines + [" \\\n  ".join(parts)])

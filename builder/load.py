@@ -1,0 +1,240 @@
+"""Stage 1-3: load, validate and ingest everything into a :class:`Site`, rendering nothing.
+
+Every problem is collected into a :class:`~builder.errors.Problems` accumulator; the caller decides
+whether to abort (``build``) or to report (``check``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import duckdb
+import pyarrow as pa
+from pydantic import BaseModel, ValidationError
+
+from builder.config import SiteConfig
+from builder.content import Document, split_document
+from builder.errors import BuilderError, Problems
+from builder.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
+from builder.ingest import ingest_rows
+from builder.models import (
+    SLUG_RE,
+    CaseStudyMeta,
+    Hardware,
+    Node,
+    PostMeta,
+    RecipeMeta,
+)
+from builder.rows import ParsedFile, RowFile, discover_row_files, parse_row_files
+from builder.yamlio import YamlProblem, load_yaml
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Page(Generic[M]):
+    """A content file with validated front matter."""
+
+    slug: str
+    doc: Document
+    meta: M
+
+
+@dataclass(frozen=True)
+class Recipe(Page[RecipeMeta]):
+    flags: dict[str, FlagValue] = field(default_factory=dict)
+    """Normalised serve flags, for reconciliation."""
+
+
+CaseStudy = Page[CaseStudyMeta]
+Post = Page[PostMeta]
+
+
+@dataclass
+class Site:
+    """Everything loaded and validated; the input of every later stage."""
+
+    config: SiteConfig
+    hardware: dict[str, Hardware]
+    nodes: dict[str, Node]
+    recipes: dict[str, Recipe]
+    case_studies: dict[str, CaseStudy]
+    posts: dict[str, Post]
+    row_files: list[ParsedFile]
+    rows: pa.Table
+    con: duckdb.DuckDBPyConnection
+    """Owns the ``rows`` table for the duration of the build."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Results of later stages (reconciliation), keyed by stage name."""
+
+    def hardware_name(self, hardware_id: str) -> str:
+        entry = self.hardware.get(hardware_id)
+        return entry.name if entry else hardware_id
+
+
+def pydantic_problems(exc: ValidationError, rel: str, line_of: Callable[[tuple[Any, ...]], int], problems: Problems) -> None:
+    """Turn pydantic's errors into located, readable problems."""
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(part) for part in loc)
+        kind = err["type"]
+        if kind == "missing":
+            message = f"missing required key '{key}'"
+        elif kind == "extra_forbidden":
+            message = f"unknown key '{key}'"
+        else:
+            shown = err.get("input")
+            text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
+            message = f"'{key}': {err['msg']} (got {text[:80]})"
+        problems.error(rel, line_of(loc), message)
+
+
+def _load_yaml_mapping(
+    path: Path, rel: str, model: type[M], problems: Problems, *, required: bool
+) -> dict[str, M]:
+    if not path.is_file():
+        if required:
+            problems.error(rel, None, "file is missing")
+        return {}
+    try:
+        doc = load_yaml(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        problems.error(rel, None, "not valid UTF-8")
+        return {}
+    except YamlProblem as exc:
+        problems.error(rel, exc.line, exc.message)
+        return {}
+    if doc.value is None:
+        return {}
+    if not isinstance(doc.value, dict):
+        problems.error(rel, 1, "must be a mapping of ids to entries")
+        return {}
+    out: dict[str, M] = {}
+    for key, value in doc.value.items():
+        key_s = str(key)
+        if not SLUG_RE.match(key_s):
+            problems.error(rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'")
+            continue
+        try:
+            out[key_s] = model.model_validate(value)
+        except ValidationError as exc:
+            pydantic_problems(exc, rel, lambda loc, k=key: doc.line_of((k, *loc)), problems)
+    return out
+
+
+def _load_pages(
+    root: Path, folder: str, model: type[M], problems: Problems, make: Callable[[str, Document, M], Page[M]]
+) -> dict[str, Page[M]]:
+    directory = root / "content" / folder
+    pages: dict[str, Page[M]] = {}
+    if not directory.is_dir():
+        return pages
+    for path in sorted(directory.glob("*.md")):
+        rel = path.relative_to(root).as_posix()
+        slug = path.stem
+        if not SLUG_RE.match(slug):
+            problems.error(rel, None, f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')")
+            continue
+        try:
+            doc = split_document(rel, path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            problems.error(rel, None, "not valid UTF-8")
+            continue
+        except BuilderError as exc:
+            problems.add(exc)
+            continue
+        try:
+            meta = model.model_validate(doc.front.value)
+        except ValidationError as exc:
+            pydantic_problems(exc, rel, doc.line_of, problems)
+            continue
+        pages[slug] = make(slug, doc, meta)
+    for path in sorted(directory.rglob("*")):
+        if path.is_file() and path.suffix != ".md":
+            problems.warn(path.relative_to(root).as_posix(), None, "ignored: content files end in .md")
+    return pages
+
+
+def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
+    def make(slug: str, doc: Document, meta: RecipeMeta) -> Recipe:
+        try:
+            flags = flag_map(meta.flags)
+        except FlagSyntaxError as exc:
+            problems.error(doc.rel, doc.line_of(("flags",)), str(exc))
+            flags = {}
+        return Recipe(slug, doc, meta, flags)
+
+    return make
+
+
+def _check_references(site: Site, problems: Problems) -> None:
+    if site.hardware:
+        for slug, recipe in site.recipes.items():
+            if recipe.meta.hardware not in site.hardware:
+                problems.error(
+                    recipe.doc.rel,
+                    recipe.doc.line_of(("hardware",)),
+                    f"unknown hardware '{recipe.meta.hardware}' (not in data/hardware.yaml)",
+                )
+            del slug
+        for node_id, node in site.nodes.items():
+            if node.hardware not in site.hardware:
+                problems.error("data/nodes.yaml", None, f"node '{node_id}': unknown hardware '{node.hardware}'")
+    for case in site.case_studies.values():
+        for index, arm in enumerate(case.meta.arms):
+            if arm.recipe is not None and arm.recipe not in site.recipes:
+                problems.error(
+                    case.doc.rel,
+                    case.doc.line_of(("arms", index, "recipe")),
+                    f"unknown recipe '{arm.recipe}' (no content/recipes/{arm.recipe}.md)",
+                )
+
+
+def _check_row_strings(site: Site, problems: Problems) -> None:
+    """Flags and env of rows must parse; each distinct string is parsed once."""
+    for column, parse in (("flags", flag_map), ("env", parse_env)):
+        distinct = site.con.execute(f"SELECT DISTINCT {column} FROM rows WHERE {column} IS NOT NULL").fetchall()
+        bad: dict[str, str] = {}
+        for (value,) in distinct:
+            try:
+                parse(value)
+            except FlagSyntaxError as exc:
+                bad[value] = str(exc)
+        if not bad:
+            continue
+        hits = site.con.execute(
+            f"SELECT file_id, file_row, {column} FROM rows WHERE list_contains($bad, {column}) ORDER BY row_id",
+            {"bad": list(bad)},
+        ).fetchall()
+        for file_id, file_row, value in hits:
+            parsed = site.row_files[file_id]
+            problems.error(parsed.source.rel, parsed.line_of(file_row), f"{column}: {bad[value]}")
+
+
+def load_site(config: SiteConfig, problems: Problems, *, extra_row_files: list[RowFile] | None = None) -> Site:
+    """Load and validate the whole site; every problem goes into ``problems``."""
+    root = config.root
+    hardware = _load_yaml_mapping(root / "data" / "hardware.yaml", "data/hardware.yaml", Hardware, problems, required=False)
+    nodes = _load_yaml_mapping(root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True)
+    recipes: dict[str, Recipe] = _load_pages(root, "recipes", RecipeMeta, problems, _make_recipe(problems))  # type: ignore[assignment]
+    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, Page)
+    posts = _load_pages(root, "posts", PostMeta, problems, Page)
+    files = discover_row_files(root) + list(extra_row_files or [])
+    parsed, raw = parse_row_files(files, problems)
+    con = duckdb.connect()
+    rows = ingest_rows(con, parsed, raw, sorted(recipes), sorted(nodes), problems)
+    site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
+    _check_references(site, problems)
+    _check_row_strings(site, problems)
+    return site
+
+
+def today(config: SiteConfig) -> dt.date:
+    """The build's notion of "now": SOURCE_DATE_EPOCH when set, for reproducible output."""
+    if config.source_date_epoch is not None:
+        return dt.datetime.fromtimestamp(config.source_date_epoch, tz=dt.UTC).date()
+    return dt.datetime.now(tz=dt.UTC).date()

@@ -1,0 +1,272 @@
+"""Stage 5: render every page to bytes. Nothing here touches the output folder.
+
+One jinja2 environment (autoescape on for every template) and one markdown parser serve the whole
+build. ``render_site`` returns ``{relative path: bytes}``; :mod:`builder.output` writes it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+
+from builder.content import Markdown
+from builder.errors import TemplateError
+from builder.load import Site, today
+from builder.reconcile import Reconciliation
+from builder.views import (
+    METRIC_LABELS,
+    api_example,
+    case_studies_by_recipe,
+    headline,
+    key_parameters,
+    recipe_command,
+    rows_by_recipe,
+)
+
+Output = dict[str, bytes]
+
+
+def fmt_number(value: float | int | None) -> str:
+    """Show a number exactly as recorded (shortest round-trip form), with thousands separators."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        text = repr(value)
+        if "e" in text:
+            return text
+        whole, _, frac = text.partition(".")
+        return f"{int(whole):,}.{frac}"
+    return f"{value:,}"
+
+
+def fmt_ratio(value: float) -> str:
+    return f"{value:.2f}×"
+
+
+def make_environment(templates: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        autoescape=True,  # every template, HTML and XML alike
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    env.filters["num"] = fmt_number
+    env.filters["ratio"] = fmt_ratio
+    env.filters["isodate"] = lambda d: d.isoformat() if d else ""
+    env.filters["longdate"] = lambda d: f"{d.day} {d:%B %Y}" if d else ""
+    env.globals["METRIC_LABELS"] = METRIC_LABELS
+    return env
+
+
+@dataclass
+class Assets:
+    """Static files with content-hashed names, so they can be cached forever."""
+
+    urls: dict[str, str] = field(default_factory=dict)
+    files: Output = field(default_factory=dict)
+
+    @classmethod
+    def collect(cls, static_dir: Path) -> Assets:
+        assets = cls()
+        if not static_dir.is_dir():
+            return assets
+        for path in sorted(static_dir.rglob("*")):
+            if not path.is_file():
+                continue
+            data = path.read_bytes()
+            rel = path.relative_to(static_dir).as_posix()
+            stem, dot, suffix = rel.rpartition(".")
+            digest = hashlib.sha256(data).hexdigest()[:10]
+            hashed = f"static/{stem}.{digest}.{suffix}" if dot else f"static/{rel}.{digest}"
+            assets.urls[rel] = hashed
+            assets.files[hashed] = data
+        return assets
+
+
+@dataclass
+class RenderContext:
+    """What every page renderer needs; built once per build."""
+
+    site: Site
+    recon: Reconciliation
+    env: jinja2.Environment
+    markdown: Markdown
+    assets: Assets
+    rows: dict[str, list[dict[str, Any]]]
+    cases_by_recipe: dict[str, list[Any]]
+    build_date: dt.date
+
+    def page(self, template: str, out_path: str, **values: Any) -> bytes:
+        settings = self.site.config.settings
+        # Relative links keep the site portable (any host, any sub-path, the file system); the 404
+        # page is served at arbitrary depths, so it links from the site's absolute path instead.
+        base = urlsplit(settings.base_url).path if out_path == "404.html" else "../" * out_path.count("/")
+        canonical_path = out_path[: -len("index.html")] if out_path.endswith("index.html") else out_path
+        try:
+            html = self.env.get_template(template).render(
+                base=base,
+                site=settings,
+                canonical=settings.base_url + canonical_path,
+                asset=lambda name: base + self.assets.urls[name],
+                page_path=out_path,
+                **values,
+            )
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(exc.message or "syntax error", self._rel(exc.filename), exc.lineno) from None
+        except jinja2.TemplateError as exc:
+            raise TemplateError(f"while rendering {out_path}: {exc}", self._rel(template), None) from None
+        return html.encode("utf-8")
+
+    def _rel(self, filename: str | None) -> str:
+        if not filename:
+            return "templates"
+        path = Path(filename)
+        try:
+            return path.relative_to(self.site.config.root).as_posix()
+        except ValueError:
+            return f"templates/{path.name}"
+
+
+def make_context(site: Site, recon: Reconciliation, markdown: Markdown | None = None) -> RenderContext:
+    config = site.config
+    return RenderContext(
+        site=site,
+        recon=recon,
+        env=make_environment(config.templates),
+        markdown=markdown or Markdown(),
+        assets=Assets.collect(config.templates / "static"),
+        rows=rows_by_recipe(site),
+        cases_by_recipe=case_studies_by_recipe(site),
+        build_date=today(config),
+    )
+
+
+def render_recipe(ctx: RenderContext, slug: str) -> bytes:
+    recipe = ctx.site.recipes[slug]
+    rows = ctx.rows.get(slug, [])
+    body = ctx.markdown.render(recipe.doc.body, faq=True)
+    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
+    return ctx.page(
+        "recipe.html",
+        f"recipes/{slug}/index.html",
+        recipe=recipe,
+        meta=recipe.meta,
+        body=body,
+        rows=rows,
+        statuses=statuses,
+        headline=headline(recipe, rows, ctx.recon),
+        params=key_parameters(recipe),
+        command=recipe_command(recipe),
+        api=api_example(recipe),
+        cases=ctx.cases_by_recipe.get(slug, []),
+        hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
+        nodes=ctx.site.nodes,
+    )
+
+
+def render_case_study(ctx: RenderContext, slug: str) -> bytes:
+    case = ctx.site.case_studies[slug]
+    return ctx.page(
+        "case_study.html",
+        f"case-studies/{slug}/index.html",
+        case=case,
+        meta=case.meta,
+        body=ctx.markdown.render(case.doc.body),
+        recipes=ctx.site.recipes,
+    )
+
+
+def render_post(ctx: RenderContext, slug: str) -> bytes:
+    post = ctx.site.posts[slug]
+    return ctx.page(
+        "post.html", f"news/{slug}/index.html", post=post, meta=post.meta, body=ctx.markdown.render(post.doc.body)
+    )
+
+
+def _sorted_posts(ctx: RenderContext) -> list[Any]:
+    return sorted(ctx.site.posts.values(), key=lambda p: (p.meta.date, p.slug), reverse=True)
+
+
+def render_news_index(ctx: RenderContext) -> bytes:
+    return ctx.page("news.html", "news/index.html", posts=_sorted_posts(ctx))
+
+
+def render_case_index(ctx: RenderContext) -> bytes:
+    cases = sorted(ctx.site.case_studies.values(), key=lambda c: (c.meta.date, c.slug), reverse=True)
+    return ctx.page("case_studies.html", "case-studies/index.html", cases=cases)
+
+
+def recipe_groups(site: Site) -> list[tuple[str, list[tuple[str, list[Any]]]]]:
+    """Recipes grouped by base model, then hardware, both sorted."""
+    grouped: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for slug in sorted(site.recipes):
+        recipe = site.recipes[slug]
+        grouped[recipe.meta.model][recipe.meta.hardware].append(recipe)
+    return [
+        (model, [(hw, grouped[model][hw]) for hw in sorted(grouped[model])]) for model in sorted(grouped)
+    ]
+
+
+def render_index(ctx: RenderContext) -> bytes:
+    return ctx.page(
+        "index.html",
+        "index.html",
+        groups=recipe_groups(ctx.site),
+        posts=_sorted_posts(ctx)[:5],
+        hardware_name=ctx.site.hardware_name,
+        row_count=ctx.site.rows.num_rows,
+        recipe_count=len(ctx.site.recipes),
+    )
+
+
+def render_recipes_index(ctx: RenderContext) -> bytes:
+    return ctx.page(
+        "recipes.html", "recipes/index.html", groups=recipe_groups(ctx.site), hardware_name=ctx.site.hardware_name
+    )
+
+
+def render_404(ctx: RenderContext) -> bytes:
+    return ctx.page("404.html", "404.html")
+
+
+PageJob = tuple[str, Callable[[], bytes]]
+
+
+def page_jobs(ctx: RenderContext) -> list[PageJob]:
+    """Every page as (output path, render function), in a stable order."""
+    jobs: list[PageJob] = [
+        ("index.html", lambda: render_index(ctx)),
+        ("recipes/index.html", lambda: render_recipes_index(ctx)),
+        ("news/index.html", lambda: render_news_index(ctx)),
+        ("case-studies/index.html", lambda: render_case_index(ctx)),
+        ("404.html", lambda: render_404(ctx)),
+    ]
+    jobs += [(f"recipes/{s}/index.html", lambda s=s: render_recipe(ctx, s)) for s in sorted(ctx.site.recipes)]
+    jobs += [
+        (f"case-studies/{s}/index.html", lambda s=s: render_case_study(ctx, s)) for s in sorted(ctx.site.case_studies)
+    ]
+    jobs += [(f"news/{s}/index.html", lambda s=s: render_post(ctx, s)) for s in sorted(ctx.site.posts)]
+    return jobs
+
+
+def render_site(ctx: RenderContext) -> Output:
+    """Render every page and asset; raise :class:`TemplateError` on the first template failure."""
+    out: Output = dict(ctx.assets.files)
+    for path, job in page_jobs(ctx):
+        out[path] = job()
+    return out

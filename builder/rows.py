@@ -1,0 +1,313 @@
+"""Parse benchmark row files exactly, without losing or coercing anything.
+
+Files are parsed into all-string Arrow tables (pyarrow's CSV reader: fast, and no type sniffing that
+could round a late float into an integer column); types and ranges are then checked by SQL in
+:mod:`builder.ingest`. Each table carries ``_file`` (index into the list of files) and ``_row`` (the
+row's position in its file) so every problem can be traced back to its physical line, which is only
+computed for files that have a problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from builder.errors import Problems
+from builder.models import (
+    FLOAT_ROW_FIELDS,
+    INT_ROW_FIELDS,
+    REQUIRED_ROW_FIELDS,
+    ROW_FIELDS,
+)
+
+BOM = b"\xef\xbb\xbf"
+_ROW_FIELD_SET = frozenset(ROW_FIELDS)
+STRING_SCHEMA_FIELDS = [pa.field(name, pa.string()) for name in ROW_FIELDS]
+
+
+@dataclass
+class RowFile:
+    """One row file as read from disk (or from an importer, before it is written)."""
+
+    rel: str
+    """Path shown in messages, relative to the site root."""
+    data: bytes
+    """The file's bytes, BOM included."""
+    kind: str = "csv"
+    """``csv`` or ``jsonl``."""
+
+
+@dataclass
+class ParsedFile:
+    """A row file as an all-string table plus what is needed to locate its rows."""
+
+    source: RowFile
+    table: pa.Table | None
+    ragged: bool = False
+    _lines: list[int] | None = field(default=None, repr=False)
+
+    def line_of(self, row: int) -> int:
+        """Physical 1-based line where table row ``row`` starts (header = line 1)."""
+        if self.source.kind == "jsonl":
+            return row  # JSONL tables store the physical line as the row id
+        if self._lines is None:
+            if b'"' not in self.source.data and not self.ragged:
+                return row + 2
+            self._lines = _csv_record_lines(self.source.data)
+        return self._lines[row]
+
+
+def _strip_bom(data: bytes) -> bytes:
+    return data[len(BOM) :] if data.startswith(BOM) else data
+
+
+def _csv_record_lines(data: bytes) -> list[int]:
+    """Start line of every table row: records that are not ragged, in order (slow path)."""
+    text = _strip_bom(data).decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    lines: list[int] = []
+    prev = reader.line_num
+    for record in reader:
+        if len(record) in (0, len(header)):
+            lines.append(prev + 1)
+        prev = reader.line_num
+    return lines
+
+
+def _ragged_records(data: bytes) -> list[tuple[int, int, int]]:
+    """(line, expected, found) for every record whose field count differs from the header's."""
+    text = _strip_bom(data).decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    out = []
+    prev = reader.line_num
+    for record in reader:
+        if len(record) not in (0, len(header)):
+            out.append((prev + 1, len(header), len(record)))
+        prev = reader.line_num
+    return out
+
+
+def _decode_check(source: RowFile, problems: Problems) -> str | None:
+    try:
+        return _strip_bom(source.data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        body = _strip_bom(source.data)
+        line = body.count(b"\n", 0, exc.start) + 1
+        problems.error(
+            source.rel,
+            line,
+            f"not valid UTF-8 (byte 0x{body[exc.start]:02x}); save the file as UTF-8",
+        )
+        return None
+
+
+def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
+    ok = True
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            problems.error(rel, 1, f"duplicate column '{name}'")
+            ok = False
+        seen.add(name)
+        if name not in _ROW_FIELD_SET:
+            hint = ""
+            if any(sep in name for sep in (";", "\t", "|")):
+                hint = " (rows must be comma-separated)"
+            elif name.strip() in _ROW_FIELD_SET:
+                hint = f" (remove the spaces around '{name.strip()}')"
+            problems.error(rel, 1, f"unknown column '{name}'{hint}")
+            ok = False
+    for name in REQUIRED_ROW_FIELDS:
+        if name not in seen and all(name != h.strip() for h in header):
+            problems.error(rel, 1, f"missing required column '{name}'")
+            ok = False
+    return ok
+
+
+def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
+    text = _decode_check(source, problems)
+    if text is None:
+        return ParsedFile(source, None)
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if not first.strip():
+        problems.error(source.rel, 1, "empty file or missing header line")
+        return ParsedFile(source, None)
+    header = next(csv.reader([first]))
+    if not _check_header(source.rel, header, problems):
+        return ParsedFile(source, None)
+    body = _strip_bom(source.data).rstrip(b"\r\n")
+    has_quote = b'"' in body
+    ragged_seen: list[bool] = []
+
+    def on_invalid(_row: Any) -> str:
+        ragged_seen.append(True)
+        return "skip"
+
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(body),
+            read_options=pacsv.ReadOptions(
+                column_names=header, skip_rows=1, use_threads=len(body) > 4_000_000
+            ),
+            parse_options=pacsv.ParseOptions(
+                delimiter=",",
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=has_quote,
+                ignore_empty_lines=False,
+                invalid_row_handler=on_invalid,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in header},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid as exc:
+        problems.error(source.rel, None, f"cannot parse as CSV: {exc}")
+        return ParsedFile(source, None)
+    parsed = ParsedFile(source, table, ragged=bool(ragged_seen))
+    if ragged_seen:
+        for line, expected, found in _ragged_records(source.data):
+            problems.error(
+                source.rel,
+                line,
+                f"expected {expected} fields (as in the header), found {found}; "
+                "a decimal comma or an unquoted comma splits a cell",
+            )
+    return parsed
+
+
+def _json_cell(name: str, value: Any) -> tuple[str | None, str | None]:
+    """Convert one JSON value to the CSV text form; (text, error)."""
+    if value is None:
+        return "", None
+    if name in INT_ROW_FIELDS or name == "prompt_tokens":
+        if name == "prompt_tokens" and value == "unknown":
+            return "unknown", None
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None, f"'{name}' must be an integer, not {json.dumps(value)}"
+        return str(value), None
+    if name in FLOAT_ROW_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None, f"'{name}' must be a number, not {json.dumps(value)}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"'{name}' must be a finite number, not {value}"
+        return repr(value) if isinstance(value, float) else str(value), None
+    if not isinstance(value, str):
+        return None, f"'{name}' must be a string, not {json.dumps(value)}"
+    return value, None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key '{key}'")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"'{name}' is not a finite number")
+
+
+def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
+    text = _decode_check(source, problems)
+    if text is None:
+        return ParsedFile(source, None)
+    columns: dict[str, list[str]] = {name: [] for name in ROW_FIELDS}
+    rows: list[int] = []
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            problems.error(source.rel, number, "blank line (one JSON object per line)")
+            continue
+        try:
+            obj = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        except ValueError as exc:
+            problems.error(source.rel, number, f"invalid JSON: {exc}")
+            continue
+        if not isinstance(obj, dict):
+            problems.error(source.rel, number, "each line must be a JSON object")
+            continue
+        bad = False
+        for key in obj:
+            if key not in _ROW_FIELD_SET:
+                problems.error(source.rel, number, f"unknown key '{key}'")
+                bad = True
+        cells: dict[str, str] = {}
+        for name in ROW_FIELDS:
+            cell, error = _json_cell(name, obj.get(name))
+            if error:
+                problems.error(source.rel, number, error)
+                bad = True
+            cells[name] = cell or ""
+        if bad:
+            continue
+        for name in ROW_FIELDS:
+            columns[name].append(cells[name])
+        rows.append(number)
+    table = pa.table({name: pa.array(columns[name], pa.string()) for name in ROW_FIELDS})
+    return ParsedFile(source, table.append_column("_line", pa.array(rows, pa.int32())))
+
+
+PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {"csv": parse_csv, "jsonl": parse_jsonl}
+
+
+def discover_row_files(root: Path) -> list[RowFile]:
+    """Every ``*.csv`` and ``*.jsonl`` under ``data/rows``, in a stable order."""
+    rows_dir = root / "data" / "rows"
+    if not rows_dir.is_dir():
+        return []
+    found: list[RowFile] = []
+    for path in sorted(rows_dir.rglob("*")):
+        suffix = path.suffix.lower()
+        if suffix in (".csv", ".jsonl") and path.is_file():
+            found.append(RowFile(path.relative_to(root).as_posix(), path.read_bytes(), suffix[1:]))
+    return found
+
+
+def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[ParsedFile], pa.Table]:
+    """Parse every file; return them and one all-string table with ``_file`` and ``_row`` columns."""
+    parsed = [PARSERS[f.kind](f, problems) for f in files]
+    tables = []
+    for index, item in enumerate(parsed):
+        if item.table is None:
+            continue
+        table = item.table
+        n = table.num_rows
+        if "_line" in table.column_names:
+            row_ids = table.column("_line")
+            table = table.drop_columns(["_line"])
+        else:
+            row_ids = pa.array(np.arange(n, dtype=np.int32))
+        missing = [name for name in ROW_FIELDS if name not in table.column_names]
+        for name in missing:
+            table = table.append_column(name, pa.nulls(n, pa.string()))
+        table = table.select(list(ROW_FIELDS))
+        table = table.append_column("_file", pa.array(np.full(n, index, dtype=np.int32)))
+        table = table.append_column("_row", row_ids)
+        tables.append(table)
+    if tables:
+        combined = pa.concat_tables(tables)
+    else:
+        schema = pa.schema([*STRING_SCHEMA_FIELDS, pa.field("_file", pa.int32()), pa.field("_row", pa.int32())])
+        combined = schema.empty_table()
+    return parsed, combined

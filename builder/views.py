@@ -1,0 +1,159 @@
+"""View models: the plain values templates receive, built from the site with batched queries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from builder.flags import FlagSyntaxError, parse_flags, serve_command
+from builder.load import CaseStudy, Recipe, Site
+from builder.models import METRICS
+from builder.reconcile import MATCHES, Reconciliation
+
+METRIC_LABELS: dict[str, tuple[str, str]] = {
+    "decode_tok_s": ("Decode", "tok/s per stream"),
+    "aggregate_tok_s": ("Aggregate", "tok/s"),
+    "prefill_tok_s": ("Prefill", "tok/s"),
+    "ttft_ms": ("TTFT", "ms"),
+    "itl_ms": ("ITL", "ms"),
+}
+
+ROW_COLUMNS = (
+    "row_id",
+    "date",
+    "recipe",
+    "node",
+    "engine_version",
+    "prompt_tokens",
+    "concurrency",
+    *METRICS,
+    "engine",
+    "flags",
+    "env",
+    "output_tokens",
+    "context_tokens",
+    "kv_pool_tokens",
+    "kv_tokens_per_gib",
+    "weights_gib",
+    "engine_build",
+    "driver",
+    "harness",
+    "contributor",
+    "source",
+    "notes",
+)
+
+
+def rows_by_recipe(site: Site) -> dict[str, list[dict[str, Any]]]:
+    """All rows grouped by recipe, newest first, in one query."""
+    table = site.con.sql(
+        f"""SELECT {", ".join(ROW_COLUMNS)} FROM rows
+        ORDER BY recipe, date DESC, prompt_tokens NULLS LAST, context_tokens, concurrency, row_id"""
+    ).to_arrow_table()
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in table.to_pylist():
+        grouped[row["recipe"]].append(row)
+    return grouped
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures that lead a recipe page, computed from its matching rows."""
+
+    setting: dict[str, Any]
+    date: dt.date
+    node: str
+    figures: list[tuple[str, str, float, int]]
+    """(label, unit, value, trials) per metric measured at the headline setting."""
+    weights_gib: float | None
+    kv_pool_tokens: int | None
+
+
+def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) -> Headline | None:
+    """Figures of the latest matching run at the headline setting; ``None`` without matching rows."""
+    matching = [r for r in rows if recon.status(r["row_id"]).status == MATCHES]
+    if not matching:
+        return None
+    wanted = recipe.meta.headline
+    if wanted is not None:
+        key = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+    else:
+        counts: dict[tuple[Any, ...], int] = defaultdict(int)
+        for r in matching:
+            if r["concurrency"] == 1:
+                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
+        if not counts:
+            for r in matching:
+                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
+        key = max(counts, key=lambda k: (counts[k], -(k[0] or 0)))
+    at_setting = [r for r in matching if (r["prompt_tokens"], r["context_tokens"], r["concurrency"]) == key]
+    if not at_setting:
+        return None
+    latest = max((r["date"], r["node"]) for r in at_setting)
+    run = [r for r in at_setting if (r["date"], r["node"]) == latest]
+    figures = []
+    for metric in METRICS:
+        values = [r[metric] for r in run if r[metric] is not None]
+        if values:
+            label, unit = METRIC_LABELS[metric]
+            figures.append((label, unit, statistics.median(values), len(values)))
+    weights = next((r["weights_gib"] for r in run if r["weights_gib"] is not None), None)
+    kv_pool = next((r["kv_pool_tokens"] for r in run if r["kv_pool_tokens"] is not None), None)
+    return Headline(
+        {"prompt_tokens": key[0], "context_tokens": key[1], "concurrency": key[2]},
+        latest[0],
+        latest[1],
+        figures,
+        weights,
+        kv_pool,
+    )
+
+
+def key_parameters(recipe: Recipe) -> list[dict[str, str]]:
+    try:
+        flags = parse_flags(recipe.meta.flags)
+    except FlagSyntaxError:
+        return []
+    notes = {k.replace("_", "-"): v for k, v in recipe.meta.flag_notes.items()}
+    out = []
+    for flag in flags:
+        value = "on" if flag.value is True else "off" if flag.value is False else str(flag.value)
+        out.append({"name": flag.name, "value": value, "why": notes.get(flag.name, "")})
+    return out
+
+
+def is_hub_id(checkpoint: str) -> bool:
+    parts = checkpoint.split("/")
+    return len(parts) == 2 and all(p and " " not in p for p in parts)
+
+
+def api_example(recipe: Recipe) -> str | None:
+    model = recipe.meta.served_model or (recipe.meta.checkpoint if is_hub_id(recipe.meta.checkpoint) else None)
+    if model is None:
+        return None
+    body = (
+        '{"model":"' + model + '",\n'
+        '       "messages":[{"role":"user","content":"Explain speculative decoding in two sentences."}],\n'
+        '       "max_tokens":256,"temperature":0}'
+    )
+    return (
+        "curl -s http://127.0.0.1:8000/v1/chat/completions \\\n"
+        "  -H 'Content-Type: application/json' \\\n"
+        f"  -d '{body}'"
+    )
+
+
+def recipe_command(recipe: Recipe) -> str:
+    return serve_command(recipe.meta.checkpoint, recipe.meta.flags, recipe.meta.env, recipe.meta.engine)
+
+
+def case_studies_by_recipe(site: Site) -> dict[str, list[tuple[CaseStudy, str]]]:
+    out: dict[str, list[tuple[CaseStudy, str]]] = defaultdict(list)
+    for case in sorted(site.case_studies.values(), key=lambda c: (c.meta.date, c.slug), reverse=True):
+        for arm in case.meta.arms:
+            if arm.recipe:
+                out[arm.recipe].append((case, arm.role))
+    return out
