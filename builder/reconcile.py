@@ -10,6 +10,7 @@ values (a handful, even over 100k rows) and joined back to the rows by DuckDB.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -45,12 +46,17 @@ class RowStatus:
 
 @dataclass
 class Reconciliation:
-    """Per-row statuses, keyed by ``row_id``."""
+    """Per-row statuses (keyed by ``row_id``) and the findings of non-reproduction."""
 
     statuses: dict[int, RowStatus] = field(default_factory=dict)
+    findings: list[Any] = field(default_factory=list)
+    """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
 
     def status(self, row_id: int) -> RowStatus:
         return self.statuses[row_id]
+
+    def findings_for(self, recipe: str) -> list[Any]:
+        return [f for f in self.findings if f.recipe == recipe]
 
 
 def _flag_differences(row_flags: dict[str, FlagValue], recipe_flags: dict[str, FlagValue]) -> list[Difference]:

@@ -1,0 +1,46 @@
+"""Shared fixtures: tiny sites written from dicts, and the committed example sites."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SITES = TESTS / "sites"
+SITES_INVALID = TESTS / "sites_invalid"
+
+MakeSite = Callable[..., Path]
+
+
+@pytest.fixture
+def make_site(tmp_path: Path) -> MakeSite:
+    """Write a site from ``{relative path: text or bytes}``; ``base`` copies an example site first.
+
+    Text is dedented, so tests can write files inline.
+    """
+
+    def make(files: dict[str, str | bytes] | None = None, base: str | None = "minimal") -> Path:
+        root = tmp_path / "site-root"
+        if root.exists():
+            shutil.rmtree(root)
+        if base:
+            shutil.copytree(SITES / base, root)
+        else:
+            root.mkdir()
+        for rel, content in (files or {}).items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if content is None:
+                path.unlink(missing_ok=True)
+            elif isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(textwrap.dedent(content), encoding="utf-8")
+        return root
+
+    return make
