@@ -20,6 +20,7 @@ import jinja2
 
 from builder.content import Markdown
 from builder.errors import TemplateError
+from builder.jsonscript import script_json
 from builder.load import Site, today
 from builder.reconcile import Reconciliation
 from builder.views import (
@@ -69,6 +70,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.filters["ratio"] = fmt_ratio
     env.filters["isodate"] = lambda d: d.isoformat() if d else ""
     env.filters["longdate"] = lambda d: f"{d.day} {d:%B %Y}" if d else ""
+    env.filters["script_json"] = script_json  # JSON inside <script>: no `</script>` breakout
     env.globals["METRIC_LABELS"] = METRIC_LABELS
     return env
 
