@@ -20,6 +20,7 @@ import jinja2
 
 from builder.content import Markdown
 from builder.errors import TemplateError
+from builder.faq import faq_jsonld, faq_page_jobs
 from builder.jsonscript import script_json
 from builder.load import Site, today
 from builder.reconcile import Reconciliation
@@ -72,6 +73,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.filters["longdate"] = lambda d: f"{d.day} {d:%B %Y}" if d else ""
     env.filters["script_json"] = script_json  # JSON inside <script>: no `</script>` breakout
     env.globals["METRIC_LABELS"] = METRIC_LABELS
+    env.globals["faq_jsonld"] = faq_jsonld
     return env
 
 
@@ -263,6 +265,7 @@ def page_jobs(ctx: RenderContext) -> list[PageJob]:
         (f"case-studies/{s}/index.html", lambda s=s: render_case_study(ctx, s)) for s in sorted(ctx.site.case_studies)
     ]
     jobs += [(f"news/{s}/index.html", lambda s=s: render_post(ctx, s)) for s in sorted(ctx.site.posts)]
+    jobs += faq_page_jobs(ctx)
     return jobs
 
 

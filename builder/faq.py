@@ -1,0 +1,99 @@
+"""The troubleshooting FAQ: structured data for recipe pages and the site-wide index.
+
+Each recipe's ``## Troubleshooting`` section becomes :class:`~builder.content.FaqItem` values
+(:mod:`builder.content`). This module turns them into FAQPage JSON-LD for the recipe page and into
+``/troubleshooting/``, the list of every question across recipes linked to its answer.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from builder.content import FaqItem, Markdown
+from builder.load import Recipe, Site
+
+if TYPE_CHECKING:  # render imports this module; the type is only needed for annotations
+    from builder.render import PageJob, RenderContext
+
+EXCERPT_CHARS = 180
+
+
+def faq_jsonld(items: tuple[FaqItem, ...] | list[FaqItem], page_url: str) -> dict[str, Any]:
+    """schema.org FAQPage for a page's questions (embed with the ``script_json`` filter)."""
+    return {
+        "@context": "https://schema.org",
+        "@type": "FAQPage",
+        "url": page_url,
+        "mainEntity": [
+            {
+                "@type": "Question",
+                "name": item.question,
+                "url": f"{page_url}#{item.anchor}",
+                "acceptedAnswer": {"@type": "Answer", "text": item.answer_text},
+            }
+            for item in items
+        ],
+    }
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of ``text``, cut at a word boundary with an ellipsis when longer than ``limit``."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0].rstrip(",;:.")
+    return cut + "…"
+
+
+@dataclass(frozen=True)
+class FaqEntry:
+    """One question of one recipe, as listed on the troubleshooting index."""
+
+    recipe: Recipe
+    item: FaqItem
+
+    @property
+    def path(self) -> str:
+        """Link target relative to the site root."""
+        return f"recipes/{self.recipe.slug}/#{self.item.anchor}"
+
+
+def faq_entries(site: Site, markdown: Markdown) -> list[FaqEntry]:
+    """Every question of every recipe, recipes in slug order, questions in page order."""
+    entries: list[FaqEntry] = []
+    for slug in sorted(site.recipes):
+        recipe = site.recipes[slug]
+        # The markdown cache makes this free when the recipe page was (or will be) rendered.
+        body = markdown.render(recipe.doc.body, faq=True)
+        entries.extend(FaqEntry(recipe, item) for item in body.faq)
+    return entries
+
+
+def group_by_model(entries: list[FaqEntry]) -> list[tuple[str, list[tuple[Recipe, list[FaqEntry]]]]]:
+    """Entries grouped by base model, then recipe, both sorted."""
+    grouped: dict[str, dict[str, list[FaqEntry]]] = defaultdict(lambda: defaultdict(list))
+    for entry in entries:
+        grouped[entry.recipe.meta.model][entry.recipe.slug].append(entry)
+    return [
+        (model, [(recipes[slug][0].recipe, recipes[slug]) for slug in sorted(recipes)])
+        for model, recipes in sorted(grouped.items())
+    ]
+
+
+def render_troubleshooting(ctx: RenderContext) -> bytes:
+    entries = faq_entries(ctx.site, ctx.markdown)
+    return ctx.page(
+        "troubleshooting.html",
+        "troubleshooting/index.html",
+        groups=group_by_model(entries),
+        count=len(entries),
+        recipe_count=len({e.recipe.slug for e in entries}),
+        excerpt=excerpt,
+        hardware_name=ctx.site.hardware_name,
+    )
+
+
+def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    return [("troubleshooting/index.html", lambda: render_troubleshooting(ctx))]
