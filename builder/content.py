@@ -101,7 +101,12 @@ class RenderedBody:
 
 
 def _inline_text(token: Token) -> str:
-    return "".join(child.content for child in token.children or [] if child.type in ("text", "code_inline"))
+    # Line breaks inside a paragraph are word breaks: without them "same\nnode" reads "samenode".
+    return "".join(
+        child.content if child.type in ("text", "code_inline") else " "
+        for child in token.children or []
+        if child.type in ("text", "code_inline", "softbreak", "hardbreak")
+    )
 
 
 class Markdown:
