@@ -71,6 +71,8 @@ def load_config(root: str | Path, out: str | Path | None = None, *, verbose: boo
             doc = load_yaml(site_yaml.read_text(encoding="utf-8"))
         except YamlProblem as exc:
             raise ConfigError(exc.message, "site.yaml", exc.line) from None
+        if doc.duplicates:
+            raise ConfigError(doc.duplicates[0].message, "site.yaml", doc.duplicates[0].line)
         try:
             settings = SiteSettings.model_validate(doc.value or {})
         except ValidationError as exc:

@@ -38,8 +38,8 @@ class Document:
     """SHA-256 of the whole file, the key of render caches."""
 
     def line_of(self, loc: tuple[str | int, ...]) -> int:
-        """File line of a front-matter key path (line 1 is the opening ``---``)."""
-        return self.front.line_of(loc, default=0) + 1
+        """File line of a front-matter key path (line 1, the opening ``---``, when unknown)."""
+        return self.front.line_of(loc, default=1)
 
 
 def split_document(rel: str, text: str) -> Document:
@@ -58,9 +58,9 @@ def split_document(rel: str, text: str) -> Document:
     else:
         raise ContentError("front matter is not closed by a '---' line", rel, 1)
     try:
-        front = load_yaml(front_text)
+        front = load_yaml(front_text, first_line=2)
     except YamlProblem as exc:
-        raise ContentError(exc.message, rel, exc.line + 1) from None
+        raise ContentError(exc.message, rel, exc.line) from None
     if not isinstance(front.value, dict):
         raise ContentError("front matter must be a mapping of keys to values", rel, 2)
     return Document(rel, front, body, index + 2, digest)

@@ -54,40 +54,49 @@ def _float_check(col: str) -> str:
 
 
 def _checks() -> list[str]:
-    checks = [
-        f"CASE WHEN {' AND '.join(_blank(c) for c in REQUIRED_ROW_FIELDS)} THEN 'blank line' END",
+    """Each check yields NULL or ``column<US>message``; the column lets known problems be dropped."""
+    checks: list[tuple[str, str]] = [
+        ("", f"CASE WHEN {' AND '.join(_blank(c) for c in REQUIRED_ROW_FIELDS)} THEN 'blank line' END"),
     ]
+    all_blank = " AND ".join(_blank(c) for c in REQUIRED_ROW_FIELDS)
     for col in REQUIRED_ROW_FIELDS:
-        checks.append(f"CASE WHEN {_blank(col)} THEN 'missing required value {col}' END")
-    checks.append(
+        checks.append(
+            (col, f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END")
+        )
+    checks.append((
+        "date",
         f"""CASE WHEN {_blank("date")} THEN NULL
         WHEN NOT regexp_full_match(date, '{_DATE_RE}')
             THEN 'date ''' || date || ''' is not an ISO date (YYYY-MM-DD)'
-        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date ''' || date || ''' does not exist' END"""
-    )
-    checks.append(
+        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date ''' || date || ''' does not exist' END""",
+    ))
+    checks.append((
+        "prompt_tokens",
         f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
         WHEN NOT regexp_full_match(prompt_tokens, '{_INT_RE}')
             THEN 'prompt_tokens must be a whole number > 0 (or unknown), not ''' || prompt_tokens || ''''
         WHEN TRY_CAST(prompt_tokens AS BIGINT) IS NULL THEN 'prompt_tokens is too large'
         WHEN CAST(prompt_tokens AS BIGINT) < 1 THEN 'prompt_tokens must be > 0, not ' || prompt_tokens
-        END"""
-    )
-    checks.extend(_int_check(col, _INT_MIN[col]) for col in INT_ROW_FIELDS)
-    checks.extend(_float_check(col) for col in FLOAT_ROW_FIELDS)
-    checks.append(
+        END""",
+    ))
+    checks.extend((col, _int_check(col, _INT_MIN[col])) for col in INT_ROW_FIELDS)
+    checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
+    checks.append((
+        "recipe",
         f"CASE WHEN NOT {_blank('recipe')} AND NOT recipe_ok "
-        "THEN 'unknown recipe ''' || recipe || ''' (no content/recipes/' || recipe || '.md)' END"
-    )
-    checks.append(
+        "THEN 'unknown recipe ''' || recipe || ''' (no content/recipes/' || recipe || '.md)' END",
+    ))
+    checks.append((
+        "node",
         f"CASE WHEN NOT {_blank('node')} AND NOT node_ok "
-        "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END"
-    )
-    checks.append(
+        "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END",
+    ))
+    checks.append((
+        "",
         f"CASE WHEN {' AND '.join(_blank(c) for c in METRICS)} AND NOT ({_blank('date')} "
-        f"AND {_blank('recipe')}) THEN 'no metric: give at least one of {', '.join(METRICS)}' END"
-    )
-    return checks
+        f"AND {_blank('recipe')}) THEN 'no metric: give at least one of {', '.join(METRICS)}' END",
+    ))
+    return [f"'{col}' || chr(31) || ({sql})" for col, sql in checks]
 
 
 def _ok() -> str:
@@ -183,8 +192,11 @@ def ingest_rows(
     con.register("_nodes", pa.table({"id": pa.array(list(nodes), pa.string())}))
     try:
         bad = con.execute(_VALIDATE_SQL).fetchall()
-        for file_index, row, message in bad:
+        for file_index, row, tagged in bad:
             item = parsed[file_index]
+            column, _, message = tagged.partition("\x1f")
+            if (row, column) in item.reported:
+                continue
             problems.error(item.source.rel, item.line_of(row), message)
     finally:
         for name in ("raw", "_recipes", "_nodes"):

@@ -76,7 +76,13 @@ class Site:
         return entry.name if entry else hardware_id
 
 
-def pydantic_problems(exc: ValidationError, rel: str, line_of: Callable[[tuple[Any, ...]], int], problems: Problems) -> None:
+def pydantic_problems(
+    exc: ValidationError,
+    rel: str,
+    line_of: Callable[[tuple[Any, ...]], int],
+    problems: Problems,
+    prefix: str = "",
+) -> None:
     """Turn pydantic's errors into located, readable problems."""
     for err in exc.errors():
         loc = tuple(err["loc"])
@@ -90,12 +96,13 @@ def pydantic_problems(exc: ValidationError, rel: str, line_of: Callable[[tuple[A
             shown = err.get("input")
             text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
             message = f"'{key}': {err['msg']} (got {text[:80]})"
-        problems.error(rel, line_of(loc), message)
+        problems.error(rel, line_of(loc), prefix + message)
 
 
 def _load_yaml_mapping(
-    path: Path, rel: str, model: type[M], problems: Problems, *, required: bool
+    path: Path, rel: str, model: type[M], problems: Problems, *, required: bool, known: set[str] | None = None
 ) -> dict[str, M]:
+    """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
     if not path.is_file():
         if required:
             problems.error(rel, None, "file is missing")
@@ -108,6 +115,8 @@ def _load_yaml_mapping(
     except YamlProblem as exc:
         problems.error(rel, exc.line, exc.message)
         return {}
+    for dup in doc.duplicates:
+        problems.error(rel, dup.line, dup.message)
     if doc.value is None:
         return {}
     if not isinstance(doc.value, dict):
@@ -116,19 +125,29 @@ def _load_yaml_mapping(
     out: dict[str, M] = {}
     for key, value in doc.value.items():
         key_s = str(key)
+        if known is not None:
+            known.add(key_s)
         if not SLUG_RE.match(key_s):
             problems.error(rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'")
             continue
         try:
             out[key_s] = model.model_validate(value)
         except ValidationError as exc:
-            pydantic_problems(exc, rel, lambda loc, k=key: doc.line_of((k, *loc)), problems)
+            pydantic_problems(
+                exc, rel, lambda loc, k=key: doc.line_of((k, *loc)), problems, prefix=f"'{key_s}': "
+            )
     return out
 
 
 def _load_pages(
-    root: Path, folder: str, model: type[M], problems: Problems, make: Callable[[str, Document, M], Page[M]]
+    root: Path,
+    folder: str,
+    model: type[M],
+    problems: Problems,
+    make: Callable[[str, Document, M], Page[M]],
+    known: set[str] | None = None,
 ) -> dict[str, Page[M]]:
+    """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not."""
     directory = root / "content" / folder
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
@@ -136,6 +155,8 @@ def _load_pages(
     for path in sorted(directory.glob("*.md")):
         rel = path.relative_to(root).as_posix()
         slug = path.stem
+        if known is not None:
+            known.add(slug)
         if not SLUG_RE.match(slug):
             problems.error(rel, None, f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')")
             continue
@@ -147,6 +168,8 @@ def _load_pages(
         except BuilderError as exc:
             problems.add(exc)
             continue
+        for dup in doc.front.duplicates:
+            problems.error(rel, dup.line, dup.message)
         try:
             meta = model.model_validate(doc.front.value)
         except ValidationError as exc:
@@ -183,7 +206,9 @@ def _check_references(site: Site, problems: Problems) -> None:
             del slug
         for node_id, node in site.nodes.items():
             if node.hardware not in site.hardware:
-                problems.error("data/nodes.yaml", None, f"node '{node_id}': unknown hardware '{node.hardware}'")
+                problems.error(
+                    "data/nodes.yaml", None, f"'{node_id}': unknown hardware '{node.hardware}' (not in data/hardware.yaml)"
+                )
     for case in site.case_studies.values():
         for index, arm in enumerate(case.meta.arms):
             if arm.recipe is not None and arm.recipe not in site.recipes:
@@ -218,15 +243,25 @@ def _check_row_strings(site: Site, problems: Problems) -> None:
 def load_site(config: SiteConfig, problems: Problems, *, extra_row_files: list[RowFile] | None = None) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``."""
     root = config.root
-    hardware = _load_yaml_mapping(root / "data" / "hardware.yaml", "data/hardware.yaml", Hardware, problems, required=False)
-    nodes = _load_yaml_mapping(root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True)
-    recipes: dict[str, Recipe] = _load_pages(root, "recipes", RecipeMeta, problems, _make_recipe(problems))  # type: ignore[assignment]
+    # Ids of entries that failed validation still count as known, so that one bad entry is reported
+    # once rather than again on every row that references it.
+    node_ids: set[str] = set()
+    recipe_slugs: set[str] = set()
+    hardware = _load_yaml_mapping(
+        root / "data" / "hardware.yaml", "data/hardware.yaml", Hardware, problems, required=False
+    )
+    nodes = _load_yaml_mapping(
+        root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
+    )
+    recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
+        root, "recipes", RecipeMeta, problems, _make_recipe(problems), known=recipe_slugs
+    )
     case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, Page)
     posts = _load_pages(root, "posts", PostMeta, problems, Page)
     files = discover_row_files(root) + list(extra_row_files or [])
     parsed, raw = parse_row_files(files, problems)
     con = duckdb.connect()
-    rows = ingest_rows(con, parsed, raw, sorted(recipes), sorted(nodes), problems)
+    rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
     site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
     _check_references(site, problems)
     _check_row_strings(site, problems)

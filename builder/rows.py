@@ -54,6 +54,8 @@ class ParsedFile:
     source: RowFile
     table: pa.Table | None
     ragged: bool = False
+    reported: set[tuple[int, str]] = field(default_factory=set)
+    """(row id, column) already reported while parsing; the SQL checks stay quiet about them."""
     _lines: list[int] | None = field(default=None, repr=False)
 
     def line_of(self, row: int) -> int:
@@ -145,6 +147,10 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
         problems.error(source.rel, 1, "empty file or missing header line")
         return ParsedFile(source, None)
     header = next(csv.reader([first]))
+    if len(header) == 1 and (sep := next((c for c in ";\t|" if c in header[0]), None)):
+        shown = {"\t": "tabs"}.get(sep, f"'{sep}'")
+        problems.error(source.rel, 1, f"rows must be comma-separated; this file separates with {shown}")
+        return ParsedFile(source, None)
     if not _check_header(source.rel, header, problems):
         return ParsedFile(source, None)
     body = _strip_bom(source.data).rstrip(b"\r\n")
@@ -232,6 +238,7 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
         return ParsedFile(source, None)
     columns: dict[str, list[str]] = {name: [] for name in ROW_FIELDS}
     rows: list[int] = []
+    reported: set[tuple[int, str]] = set()
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
@@ -247,25 +254,24 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
         if not isinstance(obj, dict):
             problems.error(source.rel, number, "each line must be a JSON object")
             continue
-        bad = False
         for key in obj:
             if key not in _ROW_FIELD_SET:
                 problems.error(source.rel, number, f"unknown key '{key}'")
-                bad = True
         cells: dict[str, str] = {}
         for name in ROW_FIELDS:
             cell, error = _json_cell(name, obj.get(name))
             if error:
+                # Reported here; the line still goes through the SQL checks of its other cells,
+                # so every problem of the line shows in one pass.
                 problems.error(source.rel, number, error)
-                bad = True
+                reported.add((number, name))
+                cell = json.dumps(obj.get(name))
             cells[name] = cell or ""
-        if bad:
-            continue
         for name in ROW_FIELDS:
             columns[name].append(cells[name])
         rows.append(number)
     table = pa.table({name: pa.array(columns[name], pa.string()) for name in ROW_FIELDS})
-    return ParsedFile(source, table.append_column("_line", pa.array(rows, pa.int32())))
+    return ParsedFile(source, table.append_column("_line", pa.array(rows, pa.int32())), reported=reported)
 
 
 PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {"csv": parse_csv, "jsonl": parse_jsonl}

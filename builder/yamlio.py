@@ -12,27 +12,23 @@ from typing import Any
 
 import yaml
 
-try:  # the C loader is ~10x faster; fall back where libyaml is missing
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """Safe loader whose impossible dates (2026-02-30) stay strings for validation to report."""
+
+
+def _timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return str(node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
 
 Loc = tuple[str | int, ...]
-
-
-@dataclass
-class YamlDoc:
-    """A parsed YAML document with the 1-based line of each key path (relative to the text)."""
-
-    value: Any
-    lines: dict[Loc, int] = field(default_factory=dict)
-
-    def line_of(self, loc: Loc, default: int = 1) -> int:
-        """Line of the deepest known prefix of ``loc``."""
-        for end in range(len(loc), 0, -1):
-            if loc[:end] in self.lines:
-                return self.lines[loc[:end]]
-        return default
 
 
 class YamlProblem(Exception):
@@ -42,39 +38,66 @@ class YamlProblem(Exception):
         self.line = line
 
 
-def _walk(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
+@dataclass
+class YamlDoc:
+    """A parsed YAML document with the file line of each key path.
+
+    ``duplicates`` lists repeated keys: they are errors, but the document is still returned (the
+    last value wins, as in PyYAML) so one typo does not cascade into errors elsewhere.
+    """
+
+    value: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+    duplicates: list[YamlProblem] = field(default_factory=list)
+
+    def line_of(self, loc: Loc, default: int = 1) -> int:
+        """Line of the deepest known prefix of ``loc``."""
+        for end in range(len(loc), 0, -1):
+            if loc[:end] in self.lines:
+                return self.lines[loc[:end]]
+        return default
+
+
+def _walk(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
             key = str(key_node.value)
-            line = key_node.start_mark.line + 1
+            line = key_node.start_mark.line + first
             if key in seen:
-                raise YamlProblem(f"duplicate key '{key}' (first defined on line {seen[key]})", line)
+                doc.duplicates.append(
+                    YamlProblem(f"duplicate key '{key}' (first defined on line {seen[key]})", line)
+                )
             seen[key] = line
-            lines[(*loc, key)] = line
-            _walk(value_node, (*loc, key), lines)
+            doc.lines[(*loc, key)] = line
+            _walk(value_node, (*loc, key), doc, first)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            lines[(*loc, index)] = item.start_mark.line + 1
-            _walk(item, (*loc, index), lines)
+            doc.lines[(*loc, index)] = item.start_mark.line + first
+            _walk(item, (*loc, index), doc, first)
 
 
-def load_yaml(text: str) -> YamlDoc:
-    """Parse ``text``; raise :class:`YamlProblem` with a 1-based line on any defect."""
+def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
+    """Parse ``text`` whose first line is file line ``first_line``.
+
+    Raise :class:`YamlProblem` (with a file line) on a syntax error; duplicate keys are collected
+    in :attr:`YamlDoc.duplicates` instead.
+    """
     try:
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else 1
+        line = mark.line + first_line if mark is not None else first_line
         raise YamlProblem(f"invalid YAML: {exc.problem or exc.context}", line) from None
     except yaml.YAMLError as exc:
-        raise YamlProblem(f"invalid YAML: {exc}", 1) from None
+        raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
     if node is None:
         return YamlDoc(None)
-    lines: dict[Loc, int] = {}
-    _walk(node, (), lines)
+    doc = YamlDoc(None)
+    _walk(node, (), doc, first_line)
     try:
         value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:  # pragma: no cover - compose already validated syntax
-        raise YamlProblem(f"invalid YAML: {exc}", 1) from None
-    return YamlDoc(value, lines)
+        raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
+    doc.value = value
+    return doc

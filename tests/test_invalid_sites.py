@@ -1,0 +1,51 @@
+"""Each broken site under tests/sites_invalid/ is the minimal site plus the files in its folder;
+``check`` must report exactly the lines of its expected.txt (path:line: message), in one pass."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.check import check_site
+from builder.config import load_config
+from builder.pipeline import build
+from builder.errors import BuildAborted
+from tests.conftest import SITES, SITES_INVALID
+
+CASES = sorted(p.name for p in SITES_INVALID.iterdir() if p.is_dir())
+
+
+def _overlay(case: str, tmp_path: Path) -> Path:
+    root = tmp_path / "site"
+    shutil.copytree(SITES / "minimal", root)
+    for path in (SITES_INVALID / case).rglob("*"):
+        if path.is_file() and path.name != "expected.txt":
+            target = root / path.relative_to(SITES_INVALID / case)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return root
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_check_reports_exact_messages(case: str, tmp_path: Path) -> None:
+    expected = (SITES_INVALID / case / "expected.txt").read_text(encoding="utf-8").splitlines()
+    assert expected, f"{case} has no expected errors"
+    report = check_site(load_config(_overlay(case, tmp_path)))
+    assert [p.format() for p in report.errors] == expected
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_build_aborts_and_keeps_previous_site(case: str, tmp_path: Path) -> None:
+    root = _overlay(case, tmp_path)
+    out = tmp_path / "out"
+    good = tmp_path / "good"
+    shutil.copytree(SITES / "minimal", good)
+    build(load_config(good, out))
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(BuildAborted):
+        build(load_config(root, out))
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
