@@ -1,0 +1,155 @@
+"""Rows in DuckDB are exactly the rows in the files: nothing dropped, coerced or rounded."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from builder.check import check_site
+from builder.config import load_config
+from builder.errors import Problems
+from builder.load import load_site
+from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS
+from tests.conftest import REPO, SITES, MakeSite
+
+HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,prefill_tok_s,notes"
+
+
+def _load(root: Path):  # type: ignore[no-untyped-def]
+    problems = Problems()
+    site = load_site(load_config(root), problems)
+    return site, problems
+
+
+def _expected_from_files(root: Path) -> list[dict[str, object]]:
+    """Parse every row file independently with the csv/json modules (the reference reader)."""
+    out: list[dict[str, object]] = []
+    for path in sorted((root / "data" / "rows").rglob("*")):
+        if path.suffix == ".csv":
+            text = path.read_text(encoding="utf-8-sig")
+            out.extend(csv.DictReader(io.StringIO(text, newline="")))
+        elif path.suffix == ".jsonl":
+            out.extend(json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return out
+
+
+def _normalise_file_row(row: dict[str, object]) -> dict[str, object]:
+    norm: dict[str, object] = {}
+    for key, value in row.items():
+        if value in ("", None):
+            continue
+        if key == "prompt_tokens" and value == "unknown":
+            continue
+        if key in INT_ROW_FIELDS or key == "prompt_tokens":
+            norm[key] = int(value)  # type: ignore[arg-type]
+        elif key in FLOAT_ROW_FIELDS:
+            norm[key] = float(value)  # type: ignore[arg-type]
+        else:
+            norm[key] = str(value)
+    norm.setdefault("context_tokens", 0)
+    return norm
+
+
+def _normalise_db_row(row: dict[str, object]) -> dict[str, object]:
+    skip = {"row_id", "file_id", "file_row"}
+    norm = {k: v for k, v in row.items() if k not in skip and v is not None}
+    norm["date"] = norm["date"].isoformat()  # type: ignore[union-attr]
+    return norm
+
+
+def _assert_db_equals_files(root: Path) -> int:
+    site, problems = _load(root)
+    assert not problems.errors, [p.format() for p in problems.errors]
+    db = sorted((_normalise_db_row(r) for r in site.rows.to_pylist()), key=lambda r: json.dumps(r, sort_keys=True))
+    files = sorted(
+        (_normalise_file_row(r) for r in _expected_from_files(root)), key=lambda r: json.dumps(r, sort_keys=True)
+    )
+    assert db == files
+    return len(db)
+
+
+@pytest.mark.parametrize("root", [SITES / "minimal", REPO], ids=["minimal", "shipped"])
+def test_rows_in_duckdb_equal_rows_in_files(root: Path) -> None:
+    assert _assert_db_equals_files(root) > 0
+
+
+def test_bom_and_crlf_load(make_site: MakeSite) -> None:
+    data = ("\ufeff" + HEADER + "\r\n2026-01-03,tiny,node-a,1.0.0,512,1,50.5,,crlf row\r\n").encode()
+    root = make_site({"data/rows/tiny/bom.csv": data})
+    assert _assert_db_equals_files(root) == 3
+
+
+def test_single_row_file_is_not_lost(make_site: MakeSite) -> None:
+    # DuckDB's sniffer can return no rows for tiny files; our reader must not.
+    root = make_site({"data/rows/tiny/one.csv": HEADER + "\n2026-01-03,tiny,node-a,1.0.0,1,1,0.5,,\n"})
+    site, _ = _load(root)
+    assert site.rows.num_rows == 3
+
+
+def test_late_float_in_integer_looking_column_is_kept_exactly(make_site: MakeSite) -> None:
+    lines = [HEADER] + [f"2026-01-03,tiny,node-a,1.0.0,512,1,{i},{i}," for i in range(1, 3000)]
+    lines.append("2026-01-03,tiny,node-a,1.0.0,512,1,42.123456789012345,5872.75,")
+    root = make_site({"data/rows/tiny/many.csv": "\n".join(lines) + "\n"})
+    site, problems = _load(root)
+    assert not problems.errors
+    values = site.con.execute("SELECT decode_tok_s, prefill_tok_s FROM rows ORDER BY row_id DESC LIMIT 1").fetchone()
+    assert values == (42.123456789012345, 5872.75)
+    _assert_db_equals_files(root)
+
+
+def test_25k_row_file_with_one_bad_value_near_its_end(make_site: MakeSite) -> None:
+    lines = [HEADER] + [f"2026-01-03,tiny,node-a,1.0.0,{512 + i},1,{40 + i / 1000},," for i in range(25_000)]
+    lines[24_990] = "2026-01-03,tiny,node-a,1.0.0,512,1,41.5x,,"
+    root = make_site({"data/rows/tiny/big.csv": "\n".join(lines) + "\n"})
+    report = check_site(load_config(root))
+    assert [p.format() for p in report.errors] == [
+        "data/rows/tiny/big.csv:24991: decode_tok_s must be a number, not '41.5x'"
+    ]
+    # every other row is loaded, none coerced
+    assert report.stats["rows"] == 2 + 24_999
+
+
+def test_quoted_cells_keep_commas_quotes_and_newlines(make_site: MakeSite) -> None:
+    text = (
+        "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,flags,notes\n"
+        '2026-01-03,tiny,node-a,1.0.0,512,1,50.5,"--speculative-config \'{""method"":""mtp""}\'","a, b\nc"\n'
+    )
+    root = make_site({"data/rows/tiny/q.csv": text})
+    site, problems = _load(root)
+    assert not problems.errors
+    row = site.con.execute("SELECT flags, notes FROM rows WHERE notes IS NOT NULL").fetchone()
+    assert row == ("--speculative-config '{\"method\":\"mtp\"}'", "a, b\nc")
+
+
+def test_jsonl_rows_load_exactly(make_site: MakeSite) -> None:
+    objs = [
+        {"date": "2026-01-03", "recipe": "tiny", "node": "node-a", "engine_version": "1.0.0",
+         "prompt_tokens": 512, "concurrency": 4, "aggregate_tok_s": 322.05, "notes": "</script>"},
+        {"date": "2026-01-04", "recipe": "tiny", "node": "node-a", "engine_version": "1.0.0",
+         "prompt_tokens": "unknown", "concurrency": 1, "decode_tok_s": 1e-7, "ttft_ms": None},
+    ]
+    root = make_site({"data/rows/tiny/r.jsonl": "\n".join(json.dumps(o) for o in objs) + "\n"})
+    assert _assert_db_equals_files(root) == 4
+
+
+def test_unknown_prompt_length_is_null_not_zero(make_site: MakeSite) -> None:
+    root = make_site({"data/rows/tiny/u.csv": HEADER + "\n2026-01-03,tiny,node-a,1.0.0,unknown,1,50.5,,\n"})
+    site, problems = _load(root)
+    assert not problems.errors
+    assert site.con.execute("SELECT count(*) FROM rows WHERE prompt_tokens IS NULL").fetchone() == (1,)
+
+
+def test_metrics_are_never_rounded(make_site: MakeSite) -> None:
+    values = ["0.1", "76.80", "1e3", "5872", "0.30000000000000004", ".5"]
+    lines = [HEADER] + [f"2026-01-03,tiny,node-a,1.0.0,512,1,{v},," for v in values]
+    root = make_site({"data/rows/tiny/f.csv": "\n".join(lines) + "\n"})
+    site, problems = _load(root)
+    assert not problems.errors
+    got = [r[0] for r in site.con.execute("SELECT decode_tok_s FROM rows WHERE file_id = 1 ORDER BY file_row").fetchall()]
+    assert got == [float(v) for v in values]
+    assert all(math.isfinite(g) for g in got)
