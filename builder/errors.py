@@ -64,6 +64,10 @@ class OutputError(BuilderError):
     """The output folder cannot be written or is not ours to replace."""
 
 
+class SearchIndexError(BuilderError):
+    """Pagefind could not index the rendered site."""
+
+
 class BuildAborted(BuilderError):
     """Raised once after validation when any error was collected."""
 
