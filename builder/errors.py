@@ -68,6 +68,10 @@ class SearchIndexError(BuilderError):
     """Pagefind could not index the rendered site."""
 
 
+class ChartRuntimeError(BuilderError):
+    """The chart runtime (vega, vega-lite, vega-embed) could not be bundled."""
+
+
 class BuildAborted(BuilderError):
     """Raised once after validation when any error was collected."""
 

@@ -147,7 +147,9 @@ def api_example(recipe: Recipe) -> str | None:
 
 
 def recipe_command(recipe: Recipe) -> str:
-    return serve_command(recipe.meta.checkpoint, recipe.meta.flags, recipe.meta.env, recipe.meta.engine)
+    meta = recipe.meta
+    model = meta.checkpoint if is_hub_id(meta.checkpoint) else "<repository id not recorded>"
+    return serve_command(model, meta.flags, meta.env, meta.engine)
 
 
 def case_studies_by_recipe(site: Site) -> dict[str, list[tuple[CaseStudy, str]]]:
