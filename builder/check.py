@@ -60,6 +60,9 @@ def check_site(config: SiteConfig, *, strict: bool = False) -> CheckReport:
         "posts": len(site.posts),
         "nodes": len(site.nodes),
     }
+    findings = [f.as_json() for f in loaded.recon.findings] if loaded.recon is not None else []
+    stats["findings"] = len(findings)
+    stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
     return CheckReport(
-        stats, sorted(loaded.problems.errors), sorted(loaded.problems.warnings), [], strict
+        stats, sorted(loaded.problems.errors), sorted(loaded.problems.warnings), findings, strict
     )

@@ -14,7 +14,7 @@ import datetime as dt
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
@@ -248,3 +248,56 @@ TEXT_ROW_FIELDS: tuple[str, ...] = (
     "source",
     "notes",
 )
+
+
+MetricName = Literal["decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms"]
+HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
+
+
+class AnnotationSetting(_Model):
+    """Narrows an annotation to findings at one setting; every key given must equal the finding's."""
+
+    hardware: Slug | None = None
+    """Hardware id of the setting."""
+    prompt_tokens: PositiveInt | None = None
+    """Prompt length of the setting."""
+    context_tokens: Annotated[int, Field(ge=0)] | None = None
+    """Prefix depth of the setting."""
+    output_tokens: PositiveInt | None = None
+    """Output length of the setting (only for findings whose setting gives it)."""
+    concurrency: PositiveInt | None = None
+    """Concurrency of the setting."""
+
+
+class Annotation(_Model):
+    """An entry of ``data/annotations.yaml``: a curator's reason attached to a finding of non-reproduction.
+
+    It applies to every finding of ``recipe`` that ``metric``, ``setting`` and ``date`` (each optional)
+    select. An entry that selects no finding is an error: it would explain nothing, silently.
+    """
+
+    recipe: Slug
+    """Slug of the recipe whose finding is explained."""
+    metric: MetricName | None = None
+    """Metric of the finding (``decode_tok_s``...); all metrics when omitted."""
+    setting: AnnotationSetting | None = None
+    """Setting of the finding; any setting when omitted."""
+    date: dt.date | None = None
+    """Date of one of the finding's runs; any date when omitted."""
+    status: Literal["acknowledged", "distribution_change", "upstream_issue"]
+    """``acknowledged`` (known, not yet explained), ``distribution_change`` (the weights or the
+    engine distribution changed under the same name) or ``upstream_issue`` (a known bug; give ``link``)."""
+    reason: NonEmpty
+    """The curator's explanation, shown with the finding."""
+    link: HttpUrl | None = None
+    """An http(s) URL: the upstream issue, a changelog, a discussion. Required for ``upstream_issue``."""
+    by: NonEmpty | None = None
+    """Who annotated it, as they sign."""
+    annotated: dt.date | None = None
+    """When the annotation was written."""
+
+    @model_validator(mode="after")
+    def _upstream_needs_link(self) -> Annotation:
+        if self.status == "upstream_issue" and self.link is None:
+            raise ValueError("an 'upstream_issue' annotation needs a 'link' to the issue")
+        return self

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.annotations import load_annotations
 from builder.config import SiteConfig
 from builder.errors import BuildAborted, Problem, Problems
 from builder.load import Site, load_site
@@ -48,7 +49,12 @@ def load_and_reconcile(config: SiteConfig, timings: Timings | None = None) -> Lo
     timings = timings or Timings()
     problems = Problems()
     site: Site = timings.measure("load", lambda: load_site(config, problems))
-    recon = None if problems else timings.measure("reconcile", lambda: reconcile_rows(site))
+    annotations = load_annotations(config.root, site.recipes, problems)
+    # Annotations are matched against findings, so an annotation that matches none is reported
+    # after reconciliation (and still aborts a build).
+    recon = (
+        None if problems else timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems))
+    )
     return Loaded(site, problems, recon)
 
 

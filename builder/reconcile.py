@@ -5,15 +5,22 @@ and hardware (through its node) agree; it *differs* when any recorded value disa
 difference listed); it is *not recorded* when it agrees on everything it records but leaves flags
 or env (or the version) unrecorded. Statuses are computed once per distinct combination of those
 values (a handful, even over 100k rows) and joined back to the rows by DuckDB.
+
+Then :mod:`builder.findings` compares the runs of each recipe at each comparable setting and
+reports the results that do not reproduce (its docstring holds the noise model), and
+:mod:`builder.annotations` attaches the curators' reasons from ``data/annotations.yaml``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 
+from builder.annotations import LocatedAnnotation, attach_annotations
+from builder.errors import Problems
+from builder.findings import Finding, find_non_reproduction
 from builder.flags import FlagSyntaxError, FlagValue, flag_map, format_value, parse_env
 from builder.load import Recipe, Site
 
@@ -49,17 +56,24 @@ class Reconciliation:
     """Per-row statuses (keyed by ``row_id``) and the findings of non-reproduction."""
 
     statuses: dict[int, RowStatus] = field(default_factory=dict)
-    findings: list[Any] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
 
     def status(self, row_id: int) -> RowStatus:
         return self.statuses[row_id]
 
-    def findings_for(self, recipe: str) -> list[Any]:
+    def findings_for(self, recipe: str) -> list[Finding]:
         return [f for f in self.findings if f.recipe == recipe]
 
+    @property
+    def open_findings(self) -> list[Finding]:
+        """Findings no curator has annotated yet."""
+        return [f for f in self.findings if f.is_open]
 
-def _flag_differences(row_flags: dict[str, FlagValue], recipe_flags: dict[str, FlagValue]) -> list[Difference]:
+
+def _flag_differences(
+    row_flags: dict[str, FlagValue], recipe_flags: dict[str, FlagValue]
+) -> list[Difference]:
     out = []
     for name in sorted(set(row_flags) | set(recipe_flags)):
         mine, theirs = row_flags.get(name), recipe_flags.get(name)
@@ -105,11 +119,11 @@ def status_for(
         except FlagSyntaxError:
             row_env = {}
             unrecorded.append("env")
-        for name in sorted(set(row_env) | set(meta.env)):
-            if row_env.get(name) != meta.env.get(name):
-                diffs.append(
-                    Difference(f"env:{name}", row_env.get(name, "(unset)"), meta.env.get(name, "(unset)"))
-                )
+        diffs.extend(
+            Difference(f"env:{name}", row_env.get(name, "(unset)"), meta.env.get(name, "(unset)"))
+            for name in sorted(set(row_env) | set(meta.env))
+            if row_env.get(name) != meta.env.get(name)
+        )
     if diffs:
         return RowStatus(DIFFERS, tuple(diffs), tuple(unrecorded))
     if unrecorded:
@@ -117,8 +131,12 @@ def status_for(
     return RowStatus(MATCHES)
 
 
-def reconcile_rows(site: Site) -> Reconciliation:
-    """Status of every row; one Python comparison per distinct metadata combination."""
+def reconcile_rows(
+    site: Site, annotations: Sequence[LocatedAnnotation] = (), problems: Problems | None = None
+) -> Reconciliation:
+    """Status of every row (one Python comparison per distinct metadata combination), the findings
+    of non-reproduction and their annotations. An annotation that selects no finding is an error,
+    added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given)."""
     node_hw = pa.table(
         {
             "node": pa.array(list(site.nodes), pa.string()),
@@ -146,4 +164,10 @@ def reconcile_rows(site: Site) -> Reconciliation:
         )
         for row_id in row_ids:
             result.statuses[row_id] = status
+    result.findings = find_non_reproduction(site)
+    if annotations:
+        collected = problems if problems is not None else Problems()
+        attach_annotations(result.findings, annotations, collected)
+        if problems is None:
+            collected.raise_if_any()
     return result

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from builder.check import check_site
-    from builder.commands.report import format_github, format_text
+    from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
 
     report = check_site(load_config(args.root), strict=args.strict)
@@ -32,5 +32,7 @@ def run(args: argparse.Namespace) -> int:
         text = format_text(report.errors, report.warnings)
         if text:
             print(text)
+        if report.findings:
+            print(format_findings(report.findings))
         print(report.summary())
     return report.exit_code

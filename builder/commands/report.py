@@ -34,10 +34,28 @@ def format_github(errors: Sequence[Problem], warnings: Sequence[Problem] = (), f
             out.append(f"::{kind} {props}::{_escape_github(p.message)}")
     for finding in findings:
         path = finding.get("path") or f"content/recipes/{finding.get('recipe')}.md"
+        props = f"file={_escape_github(path, prop=True)}"
+        if finding.get("line") is not None:
+            props += f",line={finding['line']}"
         title = _escape_github(f"non-reproducing {finding.get('metric')}", prop=True)
         message = finding.get("summary") or json.dumps(finding, default=str)
-        out.append(f"::notice file={_escape_github(path, prop=True)},title={title}::{_escape_github(str(message))}")
+        if finding.get("explanation"):
+            message = f"{message}. {finding['explanation']}"
+        out.append(f"::notice {props},title={title}::{_escape_github(str(message))}")
     return "\n".join(out)
+
+
+def format_findings(findings: Sequence[dict[str, Any]]) -> str:
+    """One ``path:line: finding: ...`` line per finding, with its explanation and annotation."""
+    lines = []
+    for finding in findings:
+        where = f"{finding['path']}:{finding['line']}" if finding.get("path") else finding["recipe"]
+        text = f"{where}: finding ({finding['recipe']}): {finding['summary']}. {finding['explanation']}"
+        note = finding.get("annotation")
+        if note:
+            text += f" [annotated {note['status']}: {note['reason']}]"
+        lines.append(text)
+    return "\n".join(lines)
 
 
 def print_problems(exc: BuilderError, stream: TextIO | None = None) -> None:
