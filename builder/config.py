@@ -78,7 +78,9 @@ def load_config(root: str | Path, out: str | Path | None = None, *, verbose: boo
         except ValidationError as exc:
             first = exc.errors()[0]
             loc = tuple(first["loc"])
-            raise ConfigError(f"{'.'.join(map(str, loc))}: {first['msg']}", "site.yaml", doc.line_of(loc)) from None
+            raise ConfigError(
+                f"{'.'.join(map(str, loc))}: {first['msg']}", "site.yaml", doc.line_of(loc)
+            ) from None
     templates = root_path / "templates"
     if not (templates / "base.html").is_file():
         templates = default_templates_dir()

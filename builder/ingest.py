@@ -25,6 +25,7 @@ _DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 _INT_MIN = {"concurrency": 1, "output_tokens": 1, "context_tokens": 0, "kv_pool_tokens": 1}
 
+
 def _q(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -61,41 +62,54 @@ def _checks() -> list[str]:
     all_blank = " AND ".join(_blank(c) for c in REQUIRED_ROW_FIELDS)
     for col in REQUIRED_ROW_FIELDS:
         checks.append(
-            (col, f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END")
+            (
+                col,
+                f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END",
+            )
         )
-    checks.append((
-        "date",
-        f"""CASE WHEN {_blank("date")} THEN NULL
+    checks.append(
+        (
+            "date",
+            f"""CASE WHEN {_blank("date")} THEN NULL
         WHEN NOT regexp_full_match(date, '{_DATE_RE}')
             THEN 'date ''' || date || ''' is not an ISO date (YYYY-MM-DD)'
         WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date ''' || date || ''' does not exist' END""",
-    ))
-    checks.append((
-        "prompt_tokens",
-        f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
+        )
+    )
+    checks.append(
+        (
+            "prompt_tokens",
+            f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
         WHEN NOT regexp_full_match(prompt_tokens, '{_INT_RE}')
             THEN 'prompt_tokens must be a whole number > 0 (or unknown), not ''' || prompt_tokens || ''''
         WHEN TRY_CAST(prompt_tokens AS BIGINT) IS NULL THEN 'prompt_tokens is too large'
         WHEN CAST(prompt_tokens AS BIGINT) < 1 THEN 'prompt_tokens must be > 0, not ' || prompt_tokens
         END""",
-    ))
+        )
+    )
     checks.extend((col, _int_check(col, _INT_MIN[col])) for col in INT_ROW_FIELDS)
     checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
-    checks.append((
-        "recipe",
-        f"CASE WHEN NOT {_blank('recipe')} AND NOT recipe_ok "
-        "THEN 'unknown recipe ''' || recipe || ''' (no content/recipes/' || recipe || '.md)' END",
-    ))
-    checks.append((
-        "node",
-        f"CASE WHEN NOT {_blank('node')} AND NOT node_ok "
-        "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END",
-    ))
-    checks.append((
-        "",
-        f"CASE WHEN {' AND '.join(_blank(c) for c in METRICS)} AND NOT ({_blank('date')} "
-        f"AND {_blank('recipe')}) THEN 'no metric: give at least one of {', '.join(METRICS)}' END",
-    ))
+    checks.append(
+        (
+            "recipe",
+            f"CASE WHEN NOT {_blank('recipe')} AND NOT recipe_ok "
+            "THEN 'unknown recipe ''' || recipe || ''' (no content/recipes/' || recipe || '.md)' END",
+        )
+    )
+    checks.append(
+        (
+            "node",
+            f"CASE WHEN NOT {_blank('node')} AND NOT node_ok "
+            "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END",
+        )
+    )
+    checks.append(
+        (
+            "",
+            f"CASE WHEN {' AND '.join(_blank(c) for c in METRICS)} AND NOT ({_blank('date')} "
+            f"AND {_blank('recipe')}) THEN 'no metric: give at least one of {', '.join(METRICS)}' END",
+        )
+    )
     return [f"'{col}' || chr(31) || ({sql})" for col, sql in checks]
 
 

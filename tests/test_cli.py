@@ -25,7 +25,11 @@ def test_check_clean_site_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_check_json_contract(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
-    root = make_site({"data/rows/tiny/bad.csv": "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s\n2026-01-03,tiny,node-a,1.0.0,512,1,fast\n"})
+    root = make_site(
+        {
+            "data/rows/tiny/bad.csv": "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s\n2026-01-03,tiny,node-a,1.0.0,512,1,fast\n"
+        }
+    )
     assert main(["check", "--root", str(root), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"stats", "errors", "warnings", "findings"}
@@ -37,9 +41,16 @@ def test_check_json_contract(make_site: MakeSite, capsys: pytest.CaptureFixture[
 
 
 def test_check_text_and_github_formats(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
-    root = make_site({"data/rows/tiny/bad.csv": "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s\n2026-01-03,tiny,node-b,1.0.0,512,1,5\n"})
+    root = make_site(
+        {
+            "data/rows/tiny/bad.csv": "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s\n2026-01-03,tiny,node-b,1.0.0,512,1,5\n"
+        }
+    )
     assert main(["check", "--root", str(root)]) == 1
-    assert "data/rows/tiny/bad.csv:2: unknown node 'node-b' (not in data/nodes.yaml)" in capsys.readouterr().out.splitlines()
+    assert (
+        "data/rows/tiny/bad.csv:2: unknown node 'node-b' (not in data/nodes.yaml)"
+        in capsys.readouterr().out.splitlines()
+    )
     assert main(["check", "--root", str(root), "--format", "github"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert "::error file=data/rows/tiny/bad.csv,line=2::unknown node 'node-b' (not in data/nodes.yaml)" in out

@@ -34,7 +34,9 @@ def _expected_from_files(root: Path) -> list[dict[str, object]]:
             text = path.read_text(encoding="utf-8-sig")
             out.extend(csv.DictReader(io.StringIO(text, newline="")))
         elif path.suffix == ".jsonl":
-            out.extend(json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            out.extend(
+                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            )
     return out
 
 
@@ -65,9 +67,12 @@ def _normalise_db_row(row: dict[str, object]) -> dict[str, object]:
 def _assert_db_equals_files(root: Path) -> int:
     site, problems = _load(root)
     assert not problems.errors, [p.format() for p in problems.errors]
-    db = sorted((_normalise_db_row(r) for r in site.rows.to_pylist()), key=lambda r: json.dumps(r, sort_keys=True))
+    db = sorted(
+        (_normalise_db_row(r) for r in site.rows.to_pylist()), key=lambda r: json.dumps(r, sort_keys=True)
+    )
     files = sorted(
-        (_normalise_file_row(r) for r in _expected_from_files(root)), key=lambda r: json.dumps(r, sort_keys=True)
+        (_normalise_file_row(r) for r in _expected_from_files(root)),
+        key=lambda r: json.dumps(r, sort_keys=True),
     )
     assert db == files
     return len(db)
@@ -97,7 +102,9 @@ def test_late_float_in_integer_looking_column_is_kept_exactly(make_site: MakeSit
     root = make_site({"data/rows/tiny/many.csv": "\n".join(lines) + "\n"})
     site, problems = _load(root)
     assert not problems.errors
-    values = site.con.execute("SELECT decode_tok_s, prefill_tok_s FROM rows ORDER BY row_id DESC LIMIT 1").fetchone()
+    values = site.con.execute(
+        "SELECT decode_tok_s, prefill_tok_s FROM rows ORDER BY row_id DESC LIMIT 1"
+    ).fetchone()
     assert values == (42.123456789012345, 5872.75)
     _assert_db_equals_files(root)
 
@@ -123,15 +130,31 @@ def test_quoted_cells_keep_commas_quotes_and_newlines(make_site: MakeSite) -> No
     site, problems = _load(root)
     assert not problems.errors
     row = site.con.execute("SELECT flags, notes FROM rows WHERE notes IS NOT NULL").fetchone()
-    assert row == ("--speculative-config '{\"method\":\"mtp\"}'", "a, b\nc")
+    assert row == ('--speculative-config \'{"method":"mtp"}\'', "a, b\nc")
 
 
 def test_jsonl_rows_load_exactly(make_site: MakeSite) -> None:
     objs = [
-        {"date": "2026-01-03", "recipe": "tiny", "node": "node-a", "engine_version": "1.0.0",
-         "prompt_tokens": 512, "concurrency": 4, "aggregate_tok_s": 322.05, "notes": "</script>"},
-        {"date": "2026-01-04", "recipe": "tiny", "node": "node-a", "engine_version": "1.0.0",
-         "prompt_tokens": "unknown", "concurrency": 1, "decode_tok_s": 1e-7, "ttft_ms": None},
+        {
+            "date": "2026-01-03",
+            "recipe": "tiny",
+            "node": "node-a",
+            "engine_version": "1.0.0",
+            "prompt_tokens": 512,
+            "concurrency": 4,
+            "aggregate_tok_s": 322.05,
+            "notes": "</script>",
+        },
+        {
+            "date": "2026-01-04",
+            "recipe": "tiny",
+            "node": "node-a",
+            "engine_version": "1.0.0",
+            "prompt_tokens": "unknown",
+            "concurrency": 1,
+            "decode_tok_s": 1e-7,
+            "ttft_ms": None,
+        },
     ]
     root = make_site({"data/rows/tiny/r.jsonl": "\n".join(json.dumps(o) for o in objs) + "\n"})
     assert _assert_db_equals_files(root) == 4
@@ -150,6 +173,11 @@ def test_metrics_are_never_rounded(make_site: MakeSite) -> None:
     root = make_site({"data/rows/tiny/f.csv": "\n".join(lines) + "\n"})
     site, problems = _load(root)
     assert not problems.errors
-    got = [r[0] for r in site.con.execute("SELECT decode_tok_s FROM rows WHERE file_id = 1 ORDER BY file_row").fetchall()]
+    got = [
+        r[0]
+        for r in site.con.execute(
+            "SELECT decode_tok_s FROM rows WHERE file_id = 1 ORDER BY file_row"
+        ).fetchall()
+    ]
     assert got == [float(v) for v in values]
     assert all(math.isfinite(g) for g in got)

@@ -50,7 +50,9 @@ def test_recipe_numbers_are_strict() -> None:
         models.RecipeMeta.model_validate({**RECIPE, "engine_version": 0.24})
     with pytest.raises(ValidationError):
         models.RecipeMeta.model_validate({**RECIPE, "headline": {"prompt_tokens": "2048"}})
-    ok = models.RecipeMeta.model_validate({**RECIPE, "headline": {"prompt_tokens": 2048}, "verified": dt.date(2026, 7, 27)})
+    ok = models.RecipeMeta.model_validate(
+        {**RECIPE, "headline": {"prompt_tokens": 2048}, "verified": dt.date(2026, 7, 27)}
+    )
     assert ok.headline is not None and ok.headline.concurrency == 1
 
 
@@ -61,7 +63,12 @@ def test_env_names_are_checked() -> None:
 
 def test_row_model_matches_the_documented_columns() -> None:
     assert models.REQUIRED_ROW_FIELDS == (
-        "date", "recipe", "node", "engine_version", "prompt_tokens", "concurrency"
+        "date",
+        "recipe",
+        "node",
+        "engine_version",
+        "prompt_tokens",
+        "concurrency",
     )
     assert set(models.METRICS) <= set(models.ROW_FIELDS)
     row = models.Row.model_validate_json(

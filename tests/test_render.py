@@ -67,7 +67,9 @@ def test_nvidia_recipe_page(shipped: Path) -> None:
     # FAQ: one <details> per ### question with an anchor
     faq = soup.select("section.faq details")
     assert len(faq) == 7
-    anchors = [el["id"] for d in faq for el in [d, *d.find_all(id=True)] if el.get("id", "").startswith("faq-")]
+    anchors = [
+        el["id"] for d in faq for el in [d, *d.find_all(id=True)] if el.get("id", "").startswith("faq-")
+    ]
     assert len(set(anchors)) == 7
     assert faq[0].summary is not None
     # case studies that used it
@@ -146,7 +148,14 @@ def test_markdown_raw_html_and_javascript_links_are_inert(make_site: MakeSite, t
 
 @pytest.mark.parametrize(
     ("value", "shown"),
-    [(42.6, "42.6"), (5872.0, "5,872"), (322.05, "322.05"), (308955, "308,955"), (0.30000000000000004, "0.30000000000000004"), (None, "—")],
+    [
+        (42.6, "42.6"),
+        (5872.0, "5,872"),
+        (322.05, "322.05"),
+        (308955, "308,955"),
+        (0.30000000000000004, "0.30000000000000004"),
+        (None, "—"),
+    ],
 )
 def test_numbers_are_shown_as_recorded(value: float | int | None, shown: str) -> None:
     assert fmt_number(value) == shown

@@ -12,7 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="text: one 'path:line: message' per problem; json: one object; github: workflow annotations",
     )
     parser.add_argument(
-        "--strict", action="store_true", help="exit 1 also when a finding has no annotation (for pull requests)"
+        "--strict",
+        action="store_true",
+        help="exit 1 also when a finding has no annotation (for pull requests)",
     )
 
 

@@ -23,7 +23,9 @@ def _escape_github(text: str, *, prop: bool = False) -> str:
     return text
 
 
-def format_github(errors: Sequence[Problem], warnings: Sequence[Problem] = (), findings: Sequence[dict[str, Any]] = ()) -> str:
+def format_github(
+    errors: Sequence[Problem], warnings: Sequence[Problem] = (), findings: Sequence[dict[str, Any]] = ()
+) -> str:
     """GitHub workflow commands: one annotation per problem, shown on the PR's diff."""
     out = []
     for kind, items in (("error", errors), ("warning", warnings)):
