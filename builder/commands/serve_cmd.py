@@ -1,13 +1,89 @@
+"""``serve``: build into ``<root>/.cache/builder/serve-site``, serve it, rebuild on change, reload pages."""
+
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from builder.devserver import RebuildResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port to listen on; 0 picks a free one (default: 8000)"
+    )
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stderr
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def report(result: RebuildResult) -> None:
+    """The terminal side of a rebuild: ``check``-style problems, or one line when it went well."""
+    from builder.commands.report import format_text
+
+    if result.internal:
+        _say(result.internal.rstrip())
+    if result.problems or result.warnings:
+        _say(format_text(result.problems, result.warnings))
+    if result.problems:
+        count = len(result.problems)
+        _say(f"build failed: {count} error{'s' if count != 1 else ''}; still serving the last good build")
+    else:
+        changed = "all" if result.changed is None else str(len(result.changed))
+        _say(f"built in {result.seconds * 1000:.0f} ms ({changed} files changed)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.errors import ConfigError
+    import errno
+    import signal
 
-    raise ConfigError("'serve' is not available yet")
+    from builder.config import load_config
+    from builder.devserver import LiveReloadServer
+    from builder.errors import ConfigError
+    from builder.preview import PreviewBuilder, serve_out_dir
+    from builder.watch import PendingChanges, Watcher, WatchFilter
+
+    config = load_config(args.root)  # a wrong --root is a usage mistake: fail now, not in the overlay
+    out = serve_out_dir(config.root)
+    pending = PendingChanges()
+    try:
+        server = LiveReloadServer.create(
+            args.host,
+            args.port,
+            out,
+            PreviewBuilder(config.root, out),
+            pending,
+            on_result=report,
+            on_error=lambda exc: _say(f"preview server: {type(exc).__name__}: {exc}"),
+        )
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {args.port} is already in use on {args.host}; pass --port") from None
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    watcher = Watcher(WatchFilter.for_site(config.root, config.templates, [out.parent, config.out]), pending)
+    stop = threading.Event()
+    try:
+        watcher.start()  # before the first build, so an edit made during it is not lost
+        if watcher.fallback:
+            _say(f"watching: {watcher.fallback}")
+        _say(f"building {config.root} into {out} ...")
+        server.state.rebuild(None)
+        server.start()
+        _say(f"serving {server.url}  (Ctrl-C to stop)", sys.stdout)
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        stop.wait()
+    except KeyboardInterrupt:
+        _say("stopping")
+    finally:
+        watcher.stop()
+        server.stop()
+    return 0
