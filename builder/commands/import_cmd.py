@@ -1,13 +1,95 @@
+"""``import``: benchmark tool output → a validated row file (see :mod:`builder.importing`)."""
+
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import sys
+
+
+def _iso_date(text: str) -> str:
+    try:
+        dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a date YYYY-MM-DD") from None
+    if len(text) != 10:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a date YYYY-MM-DD")
+    return text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument(
+        "--from",
+        dest="fmt",
+        required=True,
+        choices=("vllm-bench", "llama-benchy"),
+        help="vllm-bench: JSON of 'vllm bench serve --save-result'; llama-benchy: its JSON report or markdown table",
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="benchmark output files, one run")
+    parser.add_argument("--recipe", metavar="SLUG", help="recipe the run followed (content/recipes/SLUG.md)")
+    parser.add_argument("--node", metavar="NODE", help="node id from data/nodes.yaml (overrides the file's)")
+    parser.add_argument(
+        "--engine-version", metavar="V", help="engine version the server reported, e.g. 0.24.0"
+    )
+    parser.add_argument("--engine-build", metavar="B", help="image digest or wheel commit of the engine")
+    parser.add_argument("--flags", metavar='"..."', help="serve flags of the run, exactly as typed")
+    parser.add_argument("--env", metavar='"K=V ..."', help="environment of the server, as K=V K2=V2")
+    parser.add_argument(
+        "--date", type=_iso_date, metavar="YYYY-MM-DD", help="day of the run (overrides the file's)"
+    )
+    parser.add_argument("--contributor", metavar="NAME", help="who ran the benchmark")
+    parser.add_argument(
+        "--out",
+        metavar="PATH|-",
+        help="file to create (never overwritten); '-' prints the CSV to standard output "
+        "(default: data/rows/<recipe>/<date>-<node>.csv, or a free name beside it)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.errors import ConfigError
+    from pathlib import Path
 
-    raise ConfigError("'import' is not available yet")
+    from builder.commands.report import format_text
+    from builder.config import load_config
+    from builder.importing import ImportOptions, prepare_import, shown_path, write_import
+
+    config = load_config(args.root)
+    options = ImportOptions(
+        fmt=args.fmt,
+        files=tuple(Path(f) for f in args.files),
+        recipe=args.recipe,
+        node=args.node,
+        engine_version=args.engine_version,
+        engine_build=args.engine_build,
+        flags=args.flags,
+        env=args.env,
+        date=args.date,
+        contributor=args.contributor,
+        out=args.out,
+    )
+    result = prepare_import(config, options)
+    if result.missing:
+        print("missing required metadata; nothing was written:", file=sys.stderr)
+        for item in result.missing:
+            print(f"  {item.describe()}", file=sys.stderr)
+        return 1
+    text = format_text(result.problems.errors, result.problems.warnings)
+    if text:
+        print(text, file=sys.stderr)
+    if not result.ok:
+        count = len(result.problems.errors)
+        print(
+            f"import failed: {count} error{'s' if count != 1 else ''}; nothing was written", file=sys.stderr
+        )
+        return 1
+    if result.other_errors:
+        print(
+            f"note: the site has {result.other_errors} other errors; run 'python -m builder check'",
+            file=sys.stderr,
+        )
+    if result.dest is None:
+        sys.stdout.write(result.data.decode("utf-8"))
+        return 0
+    path = write_import(result)
+    print(shown_path(path))
+    return 0
