@@ -21,6 +21,7 @@ import jinja2
 from builder.content import Markdown
 from builder.errors import TemplateError
 from builder.faq import faq_jsonld, faq_page_jobs
+from builder.findings_pages import findings_page_jobs, recipe_findings
 from builder.jsonscript import script_json
 from builder.load import Site, today
 from builder.reconcile import Reconciliation
@@ -165,6 +166,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     rows = ctx.rows.get(slug, [])
     body = ctx.markdown.render(recipe.doc.body, faq=True)
     statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
+    findings, marked_rows = recipe_findings(ctx, slug)
     return ctx.page(
         "recipe.html",
         f"recipes/{slug}/index.html",
@@ -173,6 +175,8 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         body=body,
         rows=rows,
         statuses=statuses,
+        findings=findings,
+        marked_rows=marked_rows,
         headline=headline(recipe, rows, ctx.recon),
         params=key_parameters(recipe),
         command=recipe_command(recipe),
@@ -235,6 +239,8 @@ def render_index(ctx: RenderContext) -> bytes:
         hardware_name=ctx.site.hardware_name,
         row_count=ctx.site.rows.num_rows,
         recipe_count=len(ctx.site.recipes),
+        findings_open=len(ctx.recon.open_findings),
+        findings_total=len(ctx.recon.findings),
     )
 
 
@@ -266,6 +272,7 @@ def page_jobs(ctx: RenderContext) -> list[PageJob]:
     ]
     jobs += [(f"news/{s}/index.html", lambda s=s: render_post(ctx, s)) for s in sorted(ctx.site.posts)]
     jobs += faq_page_jobs(ctx)
+    jobs += findings_page_jobs(ctx)
     return jobs
 
 
