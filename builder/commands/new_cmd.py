@@ -1,13 +1,29 @@
+"""``new``: write a commented starting file (see :mod:`builder.scaffold`)."""
+
 from __future__ import annotations
 
 import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser
+    parser.add_argument("kind", choices=("recipe", "case-study", "post"), help="what to start")
+    parser.add_argument(
+        "slug", metavar="SLUG", help="file name and URL: lowercase letters, digits, '.', '-', '_'"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.errors import ConfigError
+    from builder.config import load_config
+    from builder.importing import shown_path
+    from builder.load import today
+    from builder.scaffold import scaffold, write_scaffold
 
-    raise ConfigError("'new' is not available yet")
+    config = load_config(args.root)
+    path = write_scaffold(config, scaffold(config, args.kind, args.slug, today(config)))
+    print(shown_path(path))
+    print("fill in the keys marked TODO, then run: python -m builder check")
+    if args.kind == "recipe":
+        print(
+            f"add its benchmark rows with: python -m builder import --from vllm-bench|llama-benchy FILE --recipe {args.slug} ..."
+        )
+    return 0
