@@ -14,6 +14,8 @@ from builder.load import Site, load_site
 from builder.output import publish
 from builder.reconcile import Reconciliation, reconcile_rows
 from builder.render import make_context, render_site
+from builder.search import search_files
+from builder.toolkit import reader_files
 
 
 @dataclass
@@ -75,6 +77,8 @@ def build(config: SiteConfig) -> BuildResult:
     site = loaded.site
     ctx = timings.measure("prepare", lambda: make_context(site, loaded.recon))  # type: ignore[arg-type]
     files = timings.measure("render", lambda: render_site(ctx))
+    files.update(timings.measure("data", lambda: reader_files(site, ctx.recon, ctx.markdown, files)))
+    files.update(timings.measure("search", lambda: search_files(site, ctx.markdown, files)))
     timings.measure("write", lambda: publish(files, config.out, config.root))
     return BuildResult(len(files), site.rows.num_rows, loaded.problems.warnings, timings)
 

@@ -1,0 +1,383 @@
+"""The data behind the site, as files: every row as CSV, Parquet and a DuckDB database, and a
+small static JSON API (``/api/index.json``, ``/api/recipes/<slug>.json``).
+
+All of it is built from one Arrow table (:func:`export_rows`) so the formats cannot disagree, and
+all of it is byte-deterministic for the same input:
+
+* CSV and JSON are plain text written in row-id order with stable key order.
+* Parquet is written by pyarrow with fixed options; it stores no timestamp.
+* A DuckDB database file carries a random 16-byte database identifier in its main header (used
+  for encryption and to pair a write-ahead log with its database). We replace it with bytes
+  derived from the file's content and recompute the header checksum, after checking that the
+  header is the layout we know (:func:`pin_duckdb_identifier`). If a future DuckDB changes that
+  layout the file is shipped as written, still valid but no longer byte-identical across builds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import json
+import struct
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from builder.content import Markdown
+from builder.feeds import NEWS_FEED
+from builder.flags import serve_command
+from builder.load import Site
+from builder.models import Row
+from builder.reconcile import Reconciliation
+from builder.views import ROW_COLUMNS, case_studies_by_recipe
+
+if TYPE_CHECKING:
+    from builder.render import PageJob, RenderContext
+
+API_VERSION = 1
+"""Bumped when a field of the JSON API changes meaning or disappears (additions keep it)."""
+ROWS_CSV = "data/rows.csv"
+ROWS_PARQUET = "data/rows.parquet"
+DUCKDB_FILE = "data/recipes.duckdb"
+API_INDEX = "api/index.json"
+STATUS_COLUMNS = ("status", "differences", "unrecorded", "source_file", "source_line")
+EXPORT_COLUMNS = (*ROW_COLUMNS, *STATUS_COLUMNS)
+
+Output = dict[str, bytes]
+
+
+def recipe_api_path(slug: str) -> str:
+    return f"api/recipes/{slug}.json"
+
+
+def export_rows(site: Site, recon: Reconciliation) -> pa.Table:
+    """Every row with its reconciliation status and its source file and line, in row-id order."""
+    table = site.con.sql(
+        f"SELECT {', '.join(ROW_COLUMNS)}, file_id, file_row FROM rows ORDER BY row_id"
+    ).to_arrow_table()
+    row_ids = table.column("row_id").to_pylist()
+    statuses = [recon.status(row_id) for row_id in row_ids]
+    files = site.row_files
+    sources = [
+        (files[f].source.rel, files[f].line_of(r))
+        for f, r in zip(
+            table.column("file_id").to_pylist(), table.column("file_row").to_pylist(), strict=True
+        )
+    ]
+    table = table.drop_columns(["file_id", "file_row"])
+    extra = {
+        "status": pa.array([s.status for s in statuses], pa.string()),
+        "differences": pa.array(
+            ["; ".join(d.describe() for d in s.differences) or None for s in statuses], pa.string()
+        ),
+        "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in statuses], pa.string()),
+        "source_file": pa.array([rel for rel, _ in sources], pa.string()),
+        "source_line": pa.array([line for _, line in sources], pa.int32()),
+    }
+    for name, column in extra.items():
+        table = table.append_column(name, column)
+    return table
+
+
+def recipes_table(site: Site) -> pa.Table:
+    """One row per recipe: its front matter as columns (``env`` as JSON text)."""
+    records = []
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        records.append(
+            {
+                "slug": slug,
+                "title": meta.title,
+                "model": meta.model,
+                "checkpoint": meta.checkpoint,
+                "hardware": meta.hardware,
+                "engine": meta.engine,
+                "engine_version": meta.engine_version,
+                "flags": meta.flags,
+                "env": json.dumps(meta.env, sort_keys=True),
+                "verified": meta.verified,
+                "summary": meta.summary,
+                "contributors": list(meta.contributors),
+                "tags": list(meta.tags),
+                "url": f"{site.config.settings.base_url}recipes/{slug}/",
+            }
+        )
+    schema = pa.schema(
+        [
+            ("slug", pa.string()),
+            ("title", pa.string()),
+            ("model", pa.string()),
+            ("checkpoint", pa.string()),
+            ("hardware", pa.string()),
+            ("engine", pa.string()),
+            ("engine_version", pa.string()),
+            ("flags", pa.string()),
+            ("env", pa.string()),
+            ("verified", pa.date32()),
+            ("summary", pa.string()),
+            ("contributors", pa.list_(pa.string())),
+            ("tags", pa.list_(pa.string())),
+            ("url", pa.string()),
+        ]
+    )
+    return pa.Table.from_pylist(records, schema=schema)
+
+
+def nodes_table(site: Site) -> pa.Table:
+    ids = sorted(site.nodes)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "hardware": pa.array([site.nodes[i].hardware for i in ids], pa.string()),
+            "hardware_name": pa.array([site.hardware_name(site.nodes[i].hardware) for i in ids], pa.string()),
+            "description": pa.array([site.nodes[i].description for i in ids], pa.string()),
+            "driver": pa.array([site.nodes[i].driver for i in ids], pa.string()),
+        }
+    )
+
+
+def rows_csv(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=True, quoting_style="needed"))
+    return sink.getvalue()
+
+
+def rows_parquet(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=True)
+    return sink.getvalue()
+
+
+_DUCKDB_MAGIC = b"DUCK"
+_DUCKDB_HEADER = 4096
+_DUCKDB_ID = slice(124, 140)
+"""Main header: checksum (8), magic (4), version (8), flags (32), git desc (32), git hash (32),
+encryption metadata (8), then the 16-byte database identifier."""
+
+
+def _duckdb_checksum(buffer: bytes) -> int:
+    """DuckDB's block checksum: 5381 xor the product of each little-endian 64-bit word."""
+    result = 5381
+    for (word,) in struct.iter_unpack("<Q", buffer):
+        result ^= (word * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    return result
+
+
+def pin_duckdb_identifier(data: bytes) -> bytes:
+    """Replace the random database identifier with one derived from the content.
+
+    Returns ``data`` unchanged unless the main header is the layout described above and its
+    stored checksum verifies, so an unknown format is never rewritten.
+    """
+    if len(data) < _DUCKDB_HEADER or data[8:12] != _DUCKDB_MAGIC:
+        return data
+    (stored,) = struct.unpack_from("<Q", data, 0)
+    if _duckdb_checksum(data[8:_DUCKDB_HEADER]) != stored:
+        return data
+    identifier = hashlib.sha256(data[_DUCKDB_HEADER:]).digest()[:16]
+    header = bytearray(data[:_DUCKDB_HEADER])
+    header[_DUCKDB_ID] = identifier
+    struct.pack_into("<Q", header, 0, _duckdb_checksum(bytes(header[8:])))
+    return bytes(header) + data[_DUCKDB_HEADER:]
+
+
+def duckdb_file(tables: dict[str, pa.Table]) -> bytes:
+    """A DuckDB database holding ``tables``, as bytes (written in a scratch folder, then read)."""
+    with tempfile.TemporaryDirectory(prefix="llm-recipes-duckdb-") as scratch:
+        # The catalog is named after the file, so the name is fixed: it is part of the bytes.
+        path = Path(scratch) / "recipes.duckdb"
+        con = duckdb.connect(str(path))
+        try:
+            for name, table in tables.items():
+                con.register("_export", table)
+                con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _export')
+                con.unregister("_export")
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        return pin_duckdb_identifier(path.read_bytes())
+
+
+def _json(value: Any) -> bytes:
+    def default(obj: Any) -> Any:
+        if isinstance(obj, dt.date):
+            return obj.isoformat()
+        raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+    return (json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False, default=default) + "\n").encode()
+
+
+def _row_json(row: dict[str, Any], status: Any) -> dict[str, Any]:
+    out = {k: row[k] for k in ROW_COLUMNS}
+    out["status"] = {
+        "status": status.status,
+        "differences": [
+            {"field": d.field, "row_value": d.row_value, "recipe_value": d.recipe_value}
+            for d in status.differences
+        ],
+        "unrecorded": list(status.unrecorded),
+    }
+    out["source_file"] = row["source_file"]
+    out["source_line"] = row["source_line"]
+    return out
+
+
+def recipe_documents(
+    site: Site, recon: Reconciliation, table: pa.Table, markdown: Markdown
+) -> dict[str, dict[str, Any]]:
+    """The JSON document of every recipe: metadata, FAQ, case studies, rows with status, findings."""
+    base = site.config.settings.base_url
+    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in table.to_pylist():
+        rows[row["recipe"]].append(_row_json(row, recon.status(row["row_id"])))
+    cases = case_studies_by_recipe(site)
+    docs: dict[str, dict[str, Any]] = {}
+    for slug in sorted(site.recipes):
+        recipe = site.recipes[slug]
+        meta = recipe.meta
+        faq = markdown.render(recipe.doc.body, faq=True).faq
+        docs[slug] = {
+            "api_version": API_VERSION,
+            "slug": slug,
+            "url": f"{base}recipes/{slug}/",
+            "meta": meta.model_dump(mode="json"),
+            "hardware_name": site.hardware_name(meta.hardware),
+            "serve_command": serve_command(meta.checkpoint, meta.flags, meta.env, meta.engine),
+            "faq": [
+                {
+                    "question": q.question,
+                    "url": f"{base}recipes/{slug}/#{q.anchor}",
+                    "answer_text": q.answer_text,
+                }
+                for q in faq
+            ],
+            "case_studies": [
+                {
+                    "slug": c.slug,
+                    "title": c.meta.title,
+                    "role": role,
+                    "verdict": c.meta.verdict,
+                    "url": f"{base}case-studies/{c.slug}/",
+                }
+                for c, role in cases.get(slug, [])
+            ],
+            "findings": [f.as_json() for f in recon.findings_for(slug)],
+            "rows": rows.get(slug, []),
+        }
+    return docs
+
+
+def api_index(site: Site, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    base = site.config.settings.base_url
+    return {
+        "api_version": API_VERSION,
+        "site": {"title": site.config.settings.title, "base_url": base},
+        "downloads": {
+            "rows_csv": base + ROWS_CSV,
+            "rows_parquet": base + ROWS_PARQUET,
+            "duckdb": base + DUCKDB_FILE,
+        },
+        "recipes": [
+            {
+                "slug": slug,
+                "title": doc["meta"]["title"],
+                "model": doc["meta"]["model"],
+                "hardware": doc["meta"]["hardware"],
+                "engine": doc["meta"]["engine"],
+                "engine_version": doc["meta"]["engine_version"],
+                "url": doc["url"],
+                "api": base + recipe_api_path(slug),
+                "rows": len(doc["rows"]),
+                "findings": len(doc["findings"]),
+            }
+            for slug, doc in docs.items()
+        ],
+    }
+
+
+def download_files(site: Site, recon: Reconciliation, markdown: Markdown) -> Output:
+    """Every download and API file, ``{output path: bytes}``."""
+    table = export_rows(site, recon)
+    out: Output = {
+        ROWS_CSV: rows_csv(table),
+        ROWS_PARQUET: rows_parquet(table),
+        DUCKDB_FILE: duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}),
+    }
+    docs = recipe_documents(site, recon, table, markdown)
+    for slug, doc in docs.items():
+        out[recipe_api_path(slug)] = _json(doc)
+    out[API_INDEX] = _json(api_index(site, docs))
+    return out
+
+
+STATUS_DOCS: dict[str, tuple[str, str]] = {
+    "row_id": (
+        "integer",
+        "Position of the row in this build (files in path order, then line order); not stable across builds.",
+    ),
+    "status": (
+        "text",
+        "matches, differs or not_recorded: the row against its recipe's engine, version, flags, env and hardware.",
+    ),
+    "differences": (
+        "text",
+        "Each recorded value that differs from the recipe, as `field: row value (recipe: value)`, joined by `; `.",
+    ),
+    "unrecorded": ("text", "Fields the row leaves unrecorded (flags, env, engine_version), joined by `, `."),
+    "source_file": ("text", "Row file the row comes from, relative to the repository."),
+    "source_line": ("integer", "Physical line of the row in that file (the header is line 1)."),
+}
+
+
+def column_docs() -> list[tuple[str, str, str]]:
+    """(column, type, meaning) of every column of the row exports, from the row model's docstrings."""
+    out = []
+    for name in EXPORT_COLUMNS:
+        if name in STATUS_DOCS:
+            kind, text = STATUS_DOCS[name]
+        else:
+            info = Row.model_fields[name]
+            kind = _kind(str(info.annotation))
+            text = (info.description or "").replace("``", "`")
+        out.append((name, kind, text))
+    return out
+
+
+def _kind(annotation: str) -> str:
+    if "date" in annotation:
+        return "date"
+    if "float" in annotation:
+        return "number"
+    if "int" in annotation:
+        return "integer"
+    return "text"
+
+
+def render_api_page(ctx: RenderContext) -> bytes:
+    return ctx.page(
+        "api.html",
+        "api/index.html",
+        columns=column_docs(),
+        recipes=[ctx.site.recipes[s] for s in sorted(ctx.site.recipes)],
+        row_count=ctx.site.rows.num_rows,
+        paths={
+            "csv": ROWS_CSV,
+            "parquet": ROWS_PARQUET,
+            "duckdb": DUCKDB_FILE,
+            "index": API_INDEX,
+            "feed": NEWS_FEED,
+        },
+        recipe_api_path=recipe_api_path,
+        api_version=API_VERSION,
+    )
+
+
+def api_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    return [("api/index.html", lambda: render_api_page(ctx))]

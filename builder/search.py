@@ -1,0 +1,209 @@
+"""Site search, built offline: a Pagefind index of the rendered pages plus a file-system fallback.
+
+Pagefind (its PyPI package drives the Pagefind binary as a subprocess) indexes the rendered HTML
+of recipes, case studies and news posts straight from memory, and every troubleshooting question
+as its own record pointing at its answer's anchor. The index is a folder of static files
+(``pagefind/``) that the search page fetches in chunks, so it works from any static host.
+
+Browsers refuse ``fetch()`` and module ``import()`` from ``file://`` pages, so Pagefind cannot run
+from the file system. For that case the build also writes a small classic script holding every
+record's title and text (:func:`fallback_records`); the search page loads it with a ``<script>``
+element, which ``file://`` allows, and matches words itself. It ranks more crudely than Pagefind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from builder.content import Markdown
+from builder.errors import SearchIndexError
+from builder.faq import faq_entries
+from builder.jsonscript import dumps_for_script
+from builder.load import Site
+
+if TYPE_CHECKING:
+    from builder.render import PageJob, RenderContext
+
+BUNDLE_DIR = "pagefind"
+SEARCH_PAGE = "search/index.html"
+LANGUAGE = "en"
+FALLBACK_TEXT_CHARS = 4000
+"""Text kept per record in the file-system fallback, which is loaded whole."""
+INDEXED_PREFIXES = ("recipes/", "case-studies/", "news/")
+# Indexed pages are read from <main>; these parts are left out: the FAQ (each question is its own
+# record), row tables (numbers without words) and chart markup.
+EXCLUDE_SELECTORS = (".faq", ".table-scroll", ".chart", "[data-search-ignore]")
+# Pagefind writes its own UI widgets too; the site has its own search page, so only the engine,
+# its WebAssembly and the index chunks ship.
+_UI_FILES = (
+    "pagefind-ui",
+    "pagefind-component-ui",
+    "pagefind-modular-ui",
+    "pagefind-highlight",
+    "playground",
+)
+
+
+@dataclass(frozen=True)
+class SearchRecord:
+    """One search result: a page, or a troubleshooting question on a recipe page."""
+
+    url: str
+    """Relative to the site root (``recipes/x/#faq-y``)."""
+    title: str
+    kind: str
+    """``Recipe``, ``Troubleshooting``, ``Case study`` or ``News``."""
+    text: str
+
+
+def is_indexed_page(path: str) -> bool:
+    """Content pages: ``recipes/<slug>/``, ``case-studies/<slug>/``, ``news/<slug>/``."""
+    parts = PurePosixPath(path).parts
+    return len(parts) == 3 and parts[2] == "index.html" and f"{parts[0]}/" in INDEXED_PREFIXES
+
+
+def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
+    """Every searchable thing, built from content (not HTML), in a stable order."""
+    records: list[SearchRecord] = []
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        body = markdown.render(site.recipes[slug].doc.body, faq=True)
+        text = " ".join(
+            part
+            for part in (meta.summary, meta.model, meta.checkpoint, meta.engine, meta.flags, body.text)
+            if part
+        )
+        records.append(SearchRecord(f"recipes/{slug}/", meta.title, "Recipe", text))
+    records += [
+        SearchRecord(
+            entry.path,
+            entry.item.question,
+            "Troubleshooting",
+            f"{entry.recipe.meta.title}. {entry.item.answer_text}",
+        )
+        for entry in faq_entries(site, markdown)
+    ]
+    for slug in sorted(site.case_studies):
+        case = site.case_studies[slug]
+        text = f"{case.meta.question} {case.meta.verdict} {markdown.render(case.doc.body).text}"
+        records.append(SearchRecord(f"case-studies/{slug}/", case.meta.title, "Case study", text))
+    for slug in sorted(site.posts):
+        post = site.posts[slug]
+        text = f"{post.meta.summary} {markdown.render(post.doc.body).text}"
+        records.append(SearchRecord(f"news/{slug}/", post.meta.title, "News", text))
+    return records
+
+
+def fallback_script(records: list[SearchRecord]) -> bytes:
+    """A classic script defining ``window.SEARCH_RECORDS`` (loadable from ``file://``)."""
+    data = [
+        {"u": r.url, "t": r.title, "k": r.kind, "x": " ".join(r.text.split())[:FALLBACK_TEXT_CHARS]}
+        for r in records
+    ]
+    return b"window.SEARCH_RECORDS=" + dumps_for_script(data).encode("utf-8") + b";\n"
+
+
+def fallback_path(script: bytes) -> str:
+    """Content-hashed, so a cached copy is never stale."""
+    return f"search/records.{hashlib.sha256(script).hexdigest()[:10]}.js"
+
+
+def _keep(rel: str) -> bool:
+    name = PurePosixPath(rel).name
+    return not any(name.startswith(prefix) for prefix in _UI_FILES) and not rel.startswith("playground/")
+
+
+FAQ_RECORDS_DIR = "faq-records"
+"""Where each question's stand-in page sits in the scratch folder Pagefind indexes."""
+
+
+def faq_record_html(record: SearchRecord) -> str:
+    """A stand-in page for one question: Pagefind indexes it, the search page links to ``target``."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(record.title)}</title></head><body>"
+        f'<main data-pagefind-meta="kind:{html.escape(record.kind)}">'
+        f'<h1 data-pagefind-meta="target:/{html.escape(record.url)}">{html.escape(record.title)}</h1>'
+        f"<p>{html.escape(record.text)}</p></main></body></html>"
+    )
+
+
+async def _index(source: Path, out_dir: Path) -> int:
+    from pagefind.index import IndexConfig, PagefindIndex
+
+    config = IndexConfig(
+        root_selector="main",
+        exclude_selectors=list(EXCLUDE_SELECTORS),
+        force_language=LANGUAGE,
+        output_path=str(out_dir),
+    )
+    async with PagefindIndex(config) as index:
+        # One request for the whole folder: the Python service answers one message per 0.1 s
+        # poll, so adding pages one by one would cost 0.1 s each.
+        result = await index.add_directory(str(source))
+        # Leaving the block writes the bundle to output_path.
+    return int(result["page_count"])
+
+
+def pagefind_bundle(pages: Mapping[str, bytes], faq: list[SearchRecord]) -> dict[str, bytes]:
+    """Index ``pages`` (output path → HTML) and ``faq`` records; return ``pagefind/…`` files."""
+    with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
+        source = Path(scratch) / "site"
+        for path, data in pages.items():
+            target = source / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for number, record in enumerate(faq):
+            target = source / FAQ_RECORDS_DIR / f"{number}.html"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(faq_record_html(record), encoding="utf-8")
+        out_dir = Path(scratch) / BUNDLE_DIR
+        try:
+            indexed = asyncio.run(_index(source, out_dir))
+        except Exception as exc:  # the service raises bare Exception for its error replies
+            raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
+        if indexed != len(pages) + len(faq):
+            raise SearchIndexError(f"Pagefind indexed {indexed} of {len(pages) + len(faq)} pages")
+        files: dict[str, bytes] = {}
+        for written in sorted(out_dir.rglob("*")):
+            rel = written.relative_to(out_dir).as_posix()
+            if written.is_file() and _keep(rel):
+                files[f"{BUNDLE_DIR}/{rel}"] = written.read_bytes()
+        if f"{BUNDLE_DIR}/pagefind.js" not in files:
+            raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
+        return files
+
+
+def fallback_file(site: Site, markdown: Markdown) -> tuple[str, bytes]:
+    """(path, bytes) of the file-system fallback; the search page and the build both call it."""
+    script = fallback_script(page_records(site, markdown))
+    return fallback_path(script), script
+
+
+def search_files(site: Site, markdown: Markdown, rendered: Mapping[str, bytes]) -> dict[str, bytes]:
+    """The Pagefind bundle over the rendered content pages, FAQ questions as their own records,
+    and the file-system fallback."""
+    records = page_records(site, markdown)
+    pages = {path: html for path, html in rendered.items() if is_indexed_page(path)}
+    files = pagefind_bundle(pages, [r for r in records if r.kind == "Troubleshooting"])
+    script = fallback_script(records)
+    files[fallback_path(script)] = script
+    return files
+
+
+def render_search_page(ctx: RenderContext) -> bytes:
+    records_path, _ = fallback_file(ctx.site, ctx.markdown)
+    return ctx.page(
+        "search.html", SEARCH_PAGE, fallback_records=records_path, bundle=f"{BUNDLE_DIR}/pagefind.js"
+    )
+
+
+def search_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    return [(SEARCH_PAGE, lambda: render_search_page(ctx))]
