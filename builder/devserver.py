@@ -413,10 +413,13 @@ class LiveReloadServer:
         return self.server.url
 
     def start(self) -> None:
-        for name, target in (("preview-http", self.server.serve_forever), ("preview-rebuild", self._loop)):
+        for name, target in (("preview-http", self._serve), ("preview-rebuild", self._loop)):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+
+    def _serve(self) -> None:
+        self.server.serve_forever(poll_interval=0.1)  # how soon stop() is noticed
 
     def _loop(self) -> None:
         self.state.run(self.pending)

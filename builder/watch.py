@@ -227,10 +227,12 @@ class ChangeHandler(FileSystemEventHandler):
         appeared: list[Path] = []
         if kind == "moved":
             dest = _fs(event.dest_path)
-            targets.append(dest)
             if event.is_directory:
                 appeared.append(dest)
+            else:
+                targets.append(dest)
         elif kind == "created" and event.is_directory:
+            targets = []  # an empty folder changes nothing; its files report below
             appeared.append(src)
         found.update(p for p in targets if self.filter.accepts(p))
         for folder in appeared:
