@@ -34,45 +34,65 @@
     if (old) old.remove();
   }
 
-  // Built with DOM calls and textContent only: a message is data, never markup.
+  // Built with DOM calls and textContent only: a message is data, never markup. A shadow root
+  // keeps the page's own styles off the overlay (and the overlay's off the page).
+  function el(tag, css, text) {
+    const node = document.createElement(tag);
+    if (css) node.style.cssText = css;
+    if (text !== undefined) node.textContent = text;
+    return node;
+  }
+
   function showOverlay(problems) {
     hideOverlay();
-    const box = document.createElement("div");
-    box.id = OVERLAY_ID;
-    box.setAttribute("role", "alertdialog");
-    box.setAttribute("aria-labelledby", OVERLAY_ID + "-title");
-    box.style.cssText =
-      "position:fixed;inset:0;z-index:2147483647;overflow:auto;padding:2rem;" +
-      "background:rgba(20,20,24,.92);color:#f5f5f5;font:15px/1.5 ui-monospace,Menlo,Consolas,monospace;";
-    const title = document.createElement("h2");
-    title.id = OVERLAY_ID + "-title";
-    title.style.cssText = "margin:0 0 .5rem;color:#ff8a80;font-size:1.2rem;";
-    title.textContent = "Build failed — still showing the last good build";
-    const hint = document.createElement("p");
-    hint.style.cssText = "margin:0 0 1rem;color:#bbb;";
-    hint.textContent = "Fix the problem and save: this overlay goes away by itself.";
-    const list = document.createElement("ul");
-    list.style.cssText = "list-style:none;margin:0;padding:0;";
+    const host = el("div", "position:fixed;inset:0;z-index:2147483647;");
+    host.id = OVERLAY_ID;
+    const root = host.attachShadow({ mode: "open" });
+    const backdrop = el(
+      "div",
+      "position:absolute;inset:0;overflow:auto;padding:3rem 1rem;box-sizing:border-box;background:rgba(0,0,0,.55);"
+    );
+    const panel = el(
+      "div",
+      "max-width:60rem;margin:0 auto;padding:1.5rem 1.75rem;border-radius:8px;border-top:6px solid #e5484d;" +
+        "background:#1b1b1f;color:#ececec;box-shadow:0 12px 40px rgba(0,0,0,.5);" +
+        "font:15px/1.5 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;"
+    );
+    panel.setAttribute("role", "alertdialog");
+    panel.setAttribute("aria-labelledby", "title");
+    const title = el("h2", "margin:0 0 .25rem;color:#ff6369;font-size:1.15rem;", "Build failed");
+    title.id = "title";
+    const hint = el(
+      "p",
+      "margin:0 0 1.25rem;color:#a0a0a8;",
+      "Still showing the last good build. Fix the problem and save: this goes away by itself."
+    );
+    const list = el("ul", "list-style:none;margin:0;padding:0;");
     for (const p of problems) {
-      const item = document.createElement("li");
+      const item = el(
+        "li",
+        "margin:0 0 .75rem;padding:.6rem .8rem;border-left:3px solid #e5484d;background:#26262c;white-space:pre-wrap;overflow-wrap:anywhere;"
+      );
       item.className = "livereload-problem";
-      item.style.cssText = "margin:0 0 .75rem;padding:.5rem .75rem;border-left:3px solid #ff8a80;background:rgba(255,255,255,.05);white-space:pre-wrap;";
-      const where = document.createElement("strong");
+      const where = el("strong", "color:#ffd166;", p.line == null ? p.path : p.path + ":" + p.line);
       where.className = "livereload-where";
-      where.textContent = p.line == null ? p.path : p.path + ":" + p.line;
-      const message = document.createElement("span");
+      const message = el("span", "", p.message);
       message.className = "livereload-message";
-      message.textContent = p.message;
-      item.append(where, document.createTextNode(": "), message);
+      item.append(where, document.createTextNode("  "), message);
       list.append(item);
     }
-    const close = document.createElement("button");
+    const close = el(
+      "button",
+      "margin-top:.5rem;font:inherit;padding:.3rem .9rem;cursor:pointer;border:1px solid #55555c;border-radius:4px;background:#2c2c33;color:#ececec;",
+      "Dismiss"
+    );
     close.type = "button";
-    close.textContent = "Dismiss";
-    close.style.cssText = "margin-top:.5rem;font:inherit;padding:.25rem .75rem;cursor:pointer;";
     close.addEventListener("click", hideOverlay);
-    box.append(title, hint, list, close);
-    document.body.append(box);
+    panel.append(title, hint, list, close);
+    backdrop.append(panel);
+    root.append(backdrop);
+    document.documentElement.append(host);
+    close.focus({ preventScroll: true });
   }
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
