@@ -7,6 +7,7 @@ build. ``render_site`` returns ``{relative path: bytes}``; :mod:`builder.output`
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import math
 from collections import defaultdict
@@ -18,6 +19,9 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from builder.chart_data import case_charts, comparison_charts, recipe_charts
+from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle
+from builder.comparisons import comparison, comparison_slugs, node_hardware
 from builder.content import Markdown
 from builder.errors import TemplateError
 from builder.faq import faq_jsonld, faq_page_jobs
@@ -102,6 +106,14 @@ class Assets:
             assets.files[hashed] = data
         return assets
 
+    def add(self, rel: str, data: bytes) -> None:
+        """Add a generated file under ``static/`` with a content-hashed name."""
+        stem, dot, suffix = rel.rpartition(".")
+        digest = hashlib.sha256(data).hexdigest()[:10]
+        hashed = f"static/{stem}.{digest}.{suffix}" if dot else f"static/{rel}.{digest}"
+        self.urls[rel] = hashed
+        self.files[hashed] = data
+
 
 @dataclass
 class RenderContext:
@@ -115,6 +127,10 @@ class RenderContext:
     rows: dict[str, list[dict[str, Any]]]
     cases_by_recipe: dict[str, list[Any]]
     build_date: dt.date
+    comparisons: dict[str, str] = field(default_factory=dict)
+    """Base model → slug of its comparison page (models with more than one recipe)."""
+    node_hw: dict[str, str] = field(default_factory=dict)
+    """Node → hardware id, for the settings of charts and comparisons."""
 
     def page(self, template: str, out_path: str, **values: Any) -> bytes:
         settings = self.site.config.settings
@@ -149,15 +165,19 @@ class RenderContext:
 
 def make_context(site: Site, recon: Reconciliation, markdown: Markdown | None = None) -> RenderContext:
     config = site.config
+    assets = Assets.collect(config.templates / "static")
+    assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir))
     return RenderContext(
         site=site,
         recon=recon,
         env=make_environment(config.templates),
         markdown=markdown or Markdown(),
-        assets=Assets.collect(config.templates / "static"),
+        assets=assets,
         rows=rows_by_recipe(site),
         cases_by_recipe=case_studies_by_recipe(site),
         build_date=today(config),
+        comparisons=comparison_slugs(site),
+        node_hw=node_hardware(site),
     )
 
 
@@ -184,6 +204,8 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         cases=ctx.cases_by_recipe.get(slug, []),
         hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
         nodes=ctx.site.nodes,
+        charts=recipe_charts(rows, ctx.recon, ctx.node_hw, ctx.recon.findings_for(slug)),
+        comparison_url=_comparison_url(ctx, recipe.meta.model),
     )
 
 
@@ -196,6 +218,25 @@ def render_case_study(ctx: RenderContext, slug: str) -> bytes:
         meta=case.meta,
         body=ctx.markdown.render(case.doc.body),
         recipes=ctx.site.recipes,
+        charts=case_charts(ctx.site, case.meta.arms, ctx.rows, ctx.recon, ctx.node_hw),
+    )
+
+
+def _comparison_url(ctx: RenderContext, model: str) -> str | None:
+    slug = ctx.comparisons.get(model)
+    return f"models/{slug}/" if slug else None
+
+
+def render_comparison(ctx: RenderContext, model: str) -> bytes:
+    slug = ctx.comparisons[model]
+    comp = comparison(ctx.site, model, slug, ctx.rows, ctx.recon)
+    return ctx.page(
+        "comparison.html",
+        f"models/{slug}/index.html",
+        comp=comp,
+        recipes=ctx.site.recipes,
+        hardware_name=ctx.site.hardware_name,
+        charts=comparison_charts(comp.shared, comp.builds, ctx.site.hardware_name),
     )
 
 
@@ -235,6 +276,7 @@ def render_index(ctx: RenderContext) -> bytes:
         "index.html",
         "index.html",
         groups=recipe_groups(ctx.site),
+        comparison_urls={m: f"models/{s}/" for m, s in ctx.comparisons.items()},
         posts=_sorted_posts(ctx)[:5],
         hardware_name=ctx.site.hardware_name,
         row_count=ctx.site.rows.num_rows,
@@ -246,7 +288,11 @@ def render_index(ctx: RenderContext) -> bytes:
 
 def render_recipes_index(ctx: RenderContext) -> bytes:
     return ctx.page(
-        "recipes.html", "recipes/index.html", groups=recipe_groups(ctx.site), hardware_name=ctx.site.hardware_name
+        "recipes.html",
+        "recipes/index.html",
+        groups=recipe_groups(ctx.site),
+        hardware_name=ctx.site.hardware_name,
+        comparison_urls={m: f"models/{s}/" for m, s in ctx.comparisons.items()},
     )
 
 
@@ -271,6 +317,10 @@ def page_jobs(ctx: RenderContext) -> list[PageJob]:
         (f"case-studies/{s}/index.html", lambda s=s: render_case_study(ctx, s)) for s in sorted(ctx.site.case_studies)
     ]
     jobs += [(f"news/{s}/index.html", lambda s=s: render_post(ctx, s)) for s in sorted(ctx.site.posts)]
+    jobs += [
+        (f"models/{slug}/index.html", functools.partial(render_comparison, ctx, m))
+        for m, slug in sorted(ctx.comparisons.items())
+    ]
     jobs += faq_page_jobs(ctx)
     jobs += findings_page_jobs(ctx)
     return jobs

@@ -1,0 +1,80 @@
+"""The chart runtime: vega, vega-lite and vega-embed in one script served by the site itself.
+
+vl-convert-python bundles the three libraries (and their dependencies) into one JavaScript file, with
+no request to any other host. Bundling takes seconds, so the result is cached under the site's
+cache folder, keyed by the vl-convert and Altair versions (Altair's Vega-Lite version decides which
+Vega-Lite the bundle must carry): a build reads the cached file instead of bundling again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from builder.errors import ChartRuntimeError
+
+RUNTIME_ASSET = "vega-runtime.js"
+"""Logical asset name of the bundle (content-hashed on output like every static file)."""
+
+
+def _versions() -> tuple[str, str]:
+    try:
+        return metadata.version("vl-convert-python"), metadata.version("altair")
+    except metadata.PackageNotFoundError as exc:
+        raise ChartRuntimeError(
+            f"charts need the {exc.name} package: pip install vl-convert-python altair"
+        ) from None
+
+
+def cache_path(cache_dir: Path) -> Path:
+    vlc, altair = _versions()
+    key = re.sub(r"[^A-Za-z0-9.]+", "_", f"vlc{vlc}-altair{altair}")
+    return cache_dir / "charts" / f"vega-runtime-{key}.js"
+
+
+def _bundle() -> str:
+    import altair
+    import vl_convert
+
+    match = re.match(r"v?(\d+\.\d+)", altair.SCHEMA_VERSION)
+    vl_version = match.group(1) if match else ""
+    if vl_version not in vl_convert.get_vegalite_versions():
+        vlc, altair_version = _versions()
+        raise ChartRuntimeError(
+            f"vl-convert {vlc} cannot bundle Vega-Lite {vl_version}, which Altair "
+            f"{altair_version} writes; upgrade vl-convert-python"
+        )
+    try:
+        # Only vegaEmbed becomes a global; the loader needs nothing else.
+        text: str = vl_convert.javascript_bundle("window.vegaEmbed = vegaEmbed;", vl_version=vl_version)
+    except Exception as exc:  # vl-convert raises plain ValueError/RuntimeError from Rust
+        raise ChartRuntimeError(f"bundling the chart runtime failed: {exc}") from None
+    # The bundle is an ES module body without imports; a function scope keeps its top-level names
+    # out of the page's global scope, so it runs as a classic script (also from file://).
+    return f"/* vega {vl_convert.get_vega_version()}, vega-lite {vl_version}, vega-embed {vl_convert.get_vega_embed_version()} */\n(function(){{\n{text}\n}})();\n"
+
+
+def runtime_bundle(cache_dir: Path) -> bytes:
+    """The bundle's bytes, from the cache when present; otherwise bundled once and cached."""
+    path = cache_path(cache_dir)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    data = _bundle().encode("utf-8")
+    tmp: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written beside and renamed, so a concurrent build never reads half a file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".vega-runtime-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        # A read-only cache only costs the next build the bundling time.
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return data

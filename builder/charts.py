@@ -1,0 +1,300 @@
+"""Chart kinds, defined once with Altair and filled with data per page.
+
+Altair costs tens of milliseconds per chart; thousands of charts would take minutes. So each kind is
+built with Altair once per process and turned into a spec *template*: the Vega-Lite JSON text split
+around its dataset. A page's chart is the template's two halves around the page's data values —
+string concatenation plus one ``json.dumps``. Contributors' strings only ever travel as data values;
+no Vega expression is built from them (filters are field predicates on constants of ours).
+
+Every chart also carries its data as columns for an HTML table, so a reader without JavaScript (or
+with a screen reader) gets the same figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from builder.figures import QUANTITY_LABELS, STATUS_LABELS
+from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED
+
+DATA_NAME = "rows"
+_SENTINEL = "@@chart-data@@"
+
+PROMPT = "prompt"
+"""Recipe: decode tok/s against prompt length, a line per concurrency."""
+CONCURRENCY = "concurrency"
+"""Recipe: aggregate (and per-stream) throughput against concurrency."""
+HISTORY = "history"
+"""Recipe: one metric's history per setting over time, findings ringed, off-recipe rows told apart."""
+ARMS = "arms"
+"""Case study: its arms side by side, one chart per metric."""
+BUILDS = "builds"
+"""Comparison page: the builds of one base model side by side, one chart per quantity."""
+
+KINDS: tuple[str, ...] = (PROMPT, CONCURRENCY, HISTORY, ARMS, BUILDS)
+PER_QUANTITY: frozenset[str] = frozenset({HISTORY, ARMS, BUILDS})
+"""Kinds whose axis title names a quantity: one template per (kind, quantity)."""
+
+FINDING_COLOR = "#c2410c"
+_SHAPES = {MATCHES: "circle", NOT_RECORDED: "square", DIFFERS: "triangle-up"}
+
+# Characters that could end a <script> element or confuse an HTML parser, and the two line
+# separators JavaScript once refused inside strings. In JSON they only occur inside strings, where
+# the \u escape is equivalent, so the escaped text is still the same JSON.
+_ESCAPES = (
+    ("&", "\\u0026"),
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def escape_json(text: str) -> str:
+    """Make JSON text safe inside ``<script type="application/json">``."""
+    for char, escaped in _ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
+
+
+def dump_values(values: list[dict[str, Any]]) -> str:
+    return escape_json(json.dumps(values, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
+
+
+@dataclass(frozen=True)
+class SpecTemplate:
+    """A chart kind's Vega-Lite spec as text, split where the page's data goes."""
+
+    prefix: str
+    suffix: str
+
+    def fill(self, values: list[dict[str, Any]]) -> str:
+        return f'{self.prefix}{{"values":{dump_values(values)}}}{self.suffix}'
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a chart's data table."""
+
+    key: str
+    label: str
+    numeric: bool = False
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart on one page: what the template shows, the data table and the embedded spec."""
+
+    id: str
+    """DOM id, fixed by the page's content (never a counter), so output is deterministic."""
+    kind: str
+    title: str
+    caption: str
+    columns: tuple[Column, ...]
+    values: list[dict[str, Any]]
+    spec_json: str
+    """Vega-Lite spec, already escaped for a ``<script type="application/json">`` element."""
+
+
+def make_chart(
+    kind: str,
+    chart_id: str,
+    title: str,
+    caption: str,
+    columns: tuple[Column, ...],
+    values: list[dict[str, Any]],
+    *,
+    quantity: str = "",
+) -> Chart:
+    return Chart(chart_id, kind, title, caption, columns, values, spec_template(kind, quantity).fill(values))
+
+
+def axis_title(quantity: str) -> str:
+    label, unit = QUANTITY_LABELS[quantity]
+    return f"{label} ({unit})"
+
+
+# Memoised: the templates are pure functions of (kind, quantity) and of the Altair version, so one
+# build per process is enough; keeping them out of the render context lets tests and benchmarks that
+# build many sites in one process pay for Altair once.
+@functools.cache
+def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
+    """Build the kind's chart with Altair and split its JSON around the dataset."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown chart kind {kind!r}")
+    if (kind in PER_QUANTITY) != bool(quantity):
+        raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
+    spec = _define(kind, quantity).to_dict()
+    if spec.get("data") != {"name": DATA_NAME}:
+        raise ValueError(f"chart kind {kind!r} must read the top-level dataset {DATA_NAME!r}")
+    spec["data"] = _SENTINEL
+    text = escape_json(json.dumps(spec, ensure_ascii=False, separators=(",", ":")))
+    prefix, sep, suffix = text.partition(json.dumps(_SENTINEL))
+    if not sep or json.dumps(_SENTINEL) in suffix:
+        raise ValueError(f"chart kind {kind!r}: data placeholder not found exactly once")
+    return SpecTemplate(prefix, suffix)
+
+
+def _define(kind: str, quantity: str) -> Any:
+    import altair as alt  # heavy; only builds with charts pay for it
+
+    data = alt.Data(name=DATA_NAME)  # type: ignore[no-untyped-call]
+    if kind == PROMPT:
+        return _prompt_chart(alt, data)
+    if kind == CONCURRENCY:
+        return _concurrency_chart(alt, data)
+    if kind == HISTORY:
+        return _history_chart(alt, data, quantity)
+    return _side_by_side(alt, data, quantity, "arm" if kind == ARMS else "build")
+
+
+def _prompt_chart(alt: Any, data: Any) -> Any:
+    # Ordinal: prompt lengths are a handful of settings (512, 2,048, 8,192), evenly spaced.
+    x = alt.X(
+        "prompt:O",
+        title="Prompt length (tokens)",
+        axis=alt.Axis(labelAngle=0, format=",d", formatType="number"),
+    )
+    color = alt.Color("concurrency:O", title="Concurrency", legend=alt.Legend(orient="bottom"))
+    line = alt.Chart(data).mark_line().encode(x=x, y=alt.Y("median(decode):Q"), color=color)
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=x,
+            y=alt.Y("decode:Q", title=axis_title("decode_tok_s"), scale=alt.Scale(zero=True)),
+            color=color,
+            tooltip=[
+                alt.Tooltip("prompt:O", title="Prompt tokens"),
+                alt.Tooltip("concurrency:O", title="Concurrency"),
+                alt.Tooltip("decode:Q", title="Decode tok/s", format=","),
+                alt.Tooltip("date:N", title="Date"),
+                alt.Tooltip("node:N", title="Node"),
+            ],
+        )
+    )
+    return alt.layer(line, points, data=data).properties(width="container", height=260)
+
+
+def _concurrency_chart(alt: Any, data: Any) -> Any:
+    x = alt.X("concurrency:O", title="Concurrent requests", axis=alt.Axis(labelAngle=0))
+    color = alt.Color(
+        "measure:N", title="Throughput", sort=["Aggregate", "Per stream"], legend=alt.Legend(orient="bottom")
+    )
+    line = alt.Chart(data).mark_line().encode(x=x, y=alt.Y("median(value):Q"), color=color, detail="prompt:N")
+    points = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title="Output tokens/s", scale=alt.Scale(zero=True)),
+            color=color,
+            tooltip=[
+                alt.Tooltip("measure:N", title="Throughput"),
+                alt.Tooltip("concurrency:O", title="Concurrency"),
+                alt.Tooltip("value:Q", title="tok/s", format=","),
+                alt.Tooltip("prompt:N", title="Prompt"),
+                alt.Tooltip("date:N", title="Date"),
+                alt.Tooltip("node:N", title="Node"),
+            ],
+        )
+    )
+    return alt.layer(line, points, data=data).properties(width="container", height=260)
+
+
+def _history_chart(alt: Any, data: Any, quantity: str) -> Any:
+    x = alt.X(
+        "date:T",
+        title="Run date",
+        scale=alt.Scale(type="utc", padding=24),
+        axis=alt.Axis(format="%Y-%m-%d", labelAngle=0),
+    )
+    y_title = axis_title(quantity)
+    color = alt.Color(
+        "setting:N", title="Setting", legend=alt.Legend(orient="bottom", columns=1, labelLimit=420)
+    )
+    status_domain = [STATUS_LABELS[s] for s in (MATCHES, NOT_RECORDED, DIFFERS)]
+    shape = alt.Shape(
+        "status:N",
+        title="Row",
+        scale=alt.Scale(domain=status_domain, range=[_SHAPES[s] for s in (MATCHES, NOT_RECORDED, DIFFERS)]),
+        legend=alt.Legend(orient="bottom"),
+    )
+    rows = alt.FieldEqualPredicate(field="layer", equal="row")
+    on_recipe = alt.FieldEqualPredicate(field="status", equal=STATUS_LABELS[MATCHES])
+    line = (
+        alt.Chart(data)
+        .transform_filter(rows)
+        .transform_filter(on_recipe)
+        .mark_line(strokeWidth=1.5)
+        .encode(x=x, y=alt.Y("median(value):Q"), color=color)
+    )
+    points = (
+        alt.Chart(data)
+        .transform_filter(rows)
+        .mark_point(filled=True, size=70, opacity=0.9)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q", title=y_title, scale=alt.Scale(zero=True)),
+            color=color,
+            shape=shape,
+            tooltip=[
+                alt.Tooltip("date:T", title="Date", format="%Y-%m-%d", formatType="utc"),
+                alt.Tooltip("setting:N", title="Setting"),
+                alt.Tooltip("value:Q", title=y_title, format=","),
+                alt.Tooltip("status:N", title="Row"),
+                alt.Tooltip("note:N", title="Off-recipe because"),
+                alt.Tooltip("node:N", title="Node"),
+                alt.Tooltip("engine_version:N", title="Engine version"),
+            ],
+        )
+    )
+    rings = (
+        alt.Chart(data)
+        .transform_filter(alt.FieldEqualPredicate(field="layer", equal="finding"))
+        .mark_point(shape="circle", size=420, filled=False, strokeWidth=2.5, color=FINDING_COLOR)
+        .encode(
+            x=x,
+            y=alt.Y("value:Q"),
+            tooltip=[
+                alt.Tooltip("note:N", title="Finding"),
+                alt.Tooltip("date:T", title="Run", format="%Y-%m-%d", formatType="utc"),
+                alt.Tooltip("value:Q", title=y_title, format=","),
+                alt.Tooltip("setting:N", title="Setting"),
+            ],
+        )
+    )
+    return alt.layer(line, points, rings, data=data).properties(width="container", height=280)
+
+
+def _side_by_side(alt: Any, data: Any, quantity: str, who: str) -> Any:
+    title = "Arm" if who == "arm" else "Build"
+    # Columns grouped by setting, a bar per build; sort=None keeps the order of the data values,
+    # which list settings and builds in the page's order.
+    x = alt.X("setting:N", title=None, sort=None, axis=alt.Axis(labelAngle=0, labelLimit=320))
+    x_offset = alt.XOffset(f"{who}:N", sort=None)
+    color = alt.Color(
+        f"{who}:N", title=title, sort=None, legend=alt.Legend(orient="bottom", columns=1, labelLimit=520)
+    )
+    y = alt.Y("value:Q", title=axis_title(quantity), scale=alt.Scale(zero=True))
+    tooltip = [
+        alt.Tooltip(f"{who}:N", title=title),
+        alt.Tooltip("setting:N", title="Setting"),
+        alt.Tooltip("value:Q", title=axis_title(quantity), format=","),
+        alt.Tooltip("trials:Q", title="Rows"),
+        alt.Tooltip("date:N", title="Date"),
+        alt.Tooltip("node:N", title="Node"),
+        alt.Tooltip("why:N", title="Off-recipe"),
+    ]
+    bars = alt.Chart(data).mark_bar().encode(x=x, xOffset=x_offset, y=y, color=color, tooltip=tooltip)
+    labels = (
+        alt.Chart(data)
+        .mark_text(baseline="bottom", dy=-3)
+        .encode(x=x, xOffset=x_offset, y=y, text=alt.Text("value:Q", format=","))
+    )
+    # A fixed height: a step height would make Vega-Lite drop the container fit (and warn).
+    return alt.layer(bars, labels, data=data).properties(width="container", height=240)
