@@ -7,7 +7,7 @@ Row counts come from two batched queries over the ``rows`` table, never one quer
 from __future__ import annotations
 
 import datetime as dt
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -113,6 +113,13 @@ def engines(site: Site) -> dict[str, Engine]:
         site.con.unregister("_recipe_engine")
     for name, version, recipe_slug, count, first, last in grouped:
         engine(name).version(version).stats.add(count, recipe_slug, first, last)
+    # One page per engine whatever its capitalisation; it is named as most recipes spell it.
+    spellings: dict[str, Counter[str]] = defaultdict(Counter)
+    for recipe in site.recipes.values():
+        spellings[engine_slug(recipe.meta.engine)][recipe.meta.engine] += 1
+    for slug, entry in out.items():
+        if spellings[slug]:
+            entry.name = min(spellings[slug].items(), key=lambda kv: (-kv[1], kv[0]))[0]
     return dict(sorted(out.items()))
 
 

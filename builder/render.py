@@ -23,12 +23,15 @@ from builder.chart_data import case_charts, comparison_charts, recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle
 from builder.comparisons import comparison, comparison_slugs, node_hardware
 from builder.content import Markdown
+from builder.downloads import api_page_jobs
 from builder.errors import TemplateError
 from builder.faq import faq_jsonld, faq_page_jobs
 from builder.findings_pages import findings_page_jobs, recipe_findings
+from builder.indexes import index_page_jobs
 from builder.jsonscript import script_json
 from builder.load import Site, today
 from builder.reconcile import Reconciliation
+from builder.search import search_page_jobs
 from builder.views import (
     METRIC_LABELS,
     api_example,
@@ -321,7 +324,7 @@ def page_jobs(ctx: RenderContext) -> list[PageJob]:
         (f"models/{slug}/index.html", functools.partial(render_comparison, ctx, m))
         for m, slug in sorted(ctx.comparisons.items())
     ]
-    jobs += faq_page_jobs(ctx)
+    jobs += faq_page_jobs(ctx) + index_page_jobs(ctx) + search_page_jobs(ctx) + api_page_jobs(ctx)
     jobs += findings_page_jobs(ctx)
     return jobs
 

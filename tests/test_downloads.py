@@ -1,0 +1,136 @@
+"""Downloads and the JSON API: every row in every format, matching the rows and their statuses."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from builder.config import load_config
+from builder.downloads import (
+    EXPORT_COLUMNS,
+    _duckdb_checksum,
+    duckdb_file,
+    export_rows,
+    pin_duckdb_identifier,
+)
+from builder.pipeline import Loaded, build, load_and_reconcile
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def loaded() -> Loaded:
+    result = load_and_reconcile(load_config(REPO))
+    assert not result.problems and result.recon is not None
+    return result
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("downloads")
+    for name in ("a", "b"):
+        build(load_config(REPO, base / name))
+    return base / "a", base / "b"
+
+
+def _expected(loaded: Loaded) -> list[dict[str, Any]]:
+    assert loaded.recon is not None
+    return export_rows(loaded.site, loaded.recon).to_pylist()
+
+
+def test_csv_holds_every_row_with_its_status(builds: tuple[Path, Path], loaded: Loaded) -> None:
+    text = (builds[0] / "data/rows.csv").read_text(encoding="utf-8")
+    records = list(csv.DictReader(io.StringIO(text)))
+    expected = _expected(loaded)
+    assert len(records) == loaded.site.rows.num_rows == len(expected)
+    assert list(records[0]) == list(EXPORT_COLUMNS)
+    assert loaded.recon is not None
+    for got, want in zip(records, expected, strict=True):
+        assert int(got["row_id"]) == want["row_id"]
+        assert got["recipe"] == want["recipe"] and got["date"] == want["date"].isoformat()
+        assert got["status"] == loaded.recon.status(want["row_id"]).status
+        for metric in ("decode_tok_s", "prefill_tok_s", "aggregate_tok_s"):
+            assert (float(got[metric]) if got[metric] else None) == want[metric]
+        assert got["notes"] == (want["notes"] or "")
+        # the source line points at the row in its file
+        lines = (REPO / got["source_file"]).read_text(encoding="utf-8").splitlines()
+        assert got["date"] in lines[int(got["source_line"]) - 1]
+
+
+def test_parquet_equals_the_export_table(builds: tuple[Path, Path], loaded: Loaded) -> None:
+    table = pq.read_table(builds[0] / "data/rows.parquet")
+    assert table.column_names == list(EXPORT_COLUMNS)
+    assert table.to_pylist() == _expected(loaded)
+
+
+def test_duckdb_file_has_rows_recipes_and_nodes(builds: tuple[Path, Path], loaded: Loaded) -> None:
+    con = duckdb.connect(str(builds[0] / "data/recipes.duckdb"), read_only=True)
+    try:
+        tables = {name for (name,) in con.execute("SHOW TABLES").fetchall()}
+        assert {"rows", "recipes", "nodes"} <= tables
+        got = con.sql("SELECT * FROM rows ORDER BY row_id").to_arrow_table().to_pylist()
+        assert got == _expected(loaded)
+        recipes = [r for (r,) in con.execute("SELECT slug FROM recipes ORDER BY slug").fetchall()]
+        assert recipes == sorted(loaded.site.recipes)
+        nodes = con.execute("SELECT id, hardware FROM nodes ORDER BY id").fetchall()
+        assert nodes == sorted((k, n.hardware) for k, n in loaded.site.nodes.items())
+    finally:
+        con.close()
+
+
+def test_recipe_documents_match_rows_statuses_and_findings(builds: tuple[Path, Path], loaded: Loaded) -> None:
+    recon = loaded.recon
+    assert recon is not None
+    by_recipe: dict[str, list[dict[str, Any]]] = {}
+    for row in _expected(loaded):
+        by_recipe.setdefault(row["recipe"], []).append(row)
+    index = json.loads((builds[0] / "api/index.json").read_text(encoding="utf-8"))
+    assert [r["slug"] for r in index["recipes"]] == sorted(loaded.site.recipes)
+    for entry in index["recipes"]:
+        slug = entry["slug"]
+        assert entry["api"] == f"https://example.org/api/recipes/{slug}.json"
+        doc = json.loads((builds[0] / f"api/recipes/{slug}.json").read_text(encoding="utf-8"))
+        assert doc["slug"] == slug and doc["meta"]["title"] == loaded.site.recipes[slug].meta.title
+        rows = by_recipe.get(slug, [])
+        assert entry["rows"] == len(doc["rows"]) == len(rows)
+        for got, want in zip(doc["rows"], rows, strict=True):
+            assert got["row_id"] == want["row_id"]
+            assert got["decode_tok_s"] == want["decode_tok_s"]
+            assert got["date"] == want["date"].isoformat()
+            status = recon.status(want["row_id"])
+            assert got["status"]["status"] == status.status
+            assert [d["field"] for d in got["status"]["differences"]] == [d.field for d in status.differences]
+        assert doc["findings"] == [f.as_json() for f in recon.findings_for(slug)]
+        assert entry["findings"] == len(doc["findings"])
+        assert all(q["url"].startswith(f"https://example.org/recipes/{slug}/#faq-") for q in doc["faq"])
+
+
+def test_every_download_is_byte_identical_across_builds(builds: tuple[Path, Path]) -> None:
+    a, b = builds
+    files = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
+    assert "data/recipes.duckdb" in files and "data/rows.parquet" in files
+    different = [rel for rel in files if (a / rel).read_bytes() != (b / rel).read_bytes()]
+    assert different == []
+
+
+def test_duckdb_identifier_is_pinned_and_checksummed() -> None:
+    table = pa.table({"x": [1, 2, 3]})
+    one, two = duckdb_file({"t": table}), duckdb_file({"t": table})
+    assert one == two
+    (stored,) = struct.unpack_from("<Q", one, 0)
+    assert stored == _duckdb_checksum(one[8:4096])
+
+
+def test_pinning_leaves_unknown_or_corrupt_headers_alone() -> None:
+    assert pin_duckdb_identifier(b"not a database") == b"not a database"
+    fake = bytearray(8192)
+    fake[8:12] = b"DUCK"  # magic right, checksum wrong: not a header we understand
+    assert pin_duckdb_identifier(bytes(fake)) == bytes(fake)

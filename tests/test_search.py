@@ -1,0 +1,110 @@
+"""Search: the Pagefind bundle, the file-system fallback, and which pages carry script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.config import load_config
+from builder.pipeline import build
+from builder.search import SearchRecord, fallback_script, faq_record_html, is_indexed_page
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("search") / "site"
+    build(load_config(REPO, out))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("path", "indexed"),
+    [
+        ("recipes/x/index.html", True),
+        ("case-studies/x/index.html", True),
+        ("news/x/index.html", True),
+        ("recipes/index.html", False),
+        ("news/index.html", False),
+        ("troubleshooting/index.html", False),
+        ("index.html", False),
+        ("models/x/index.html", False),
+    ],
+)
+def test_only_content_pages_are_indexed(path: str, indexed: bool) -> None:
+    assert is_indexed_page(path) is indexed
+
+
+def test_bundle_ships_engine_and_index_but_not_pagefinds_ui(shipped: Path) -> None:
+    bundle = shipped / "pagefind"
+    names = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()}
+    assert {"pagefind.js", "pagefind-entry.json", "wasm.en.pagefind"} <= names
+    assert any(n.startswith("fragment/") for n in names) and any(n.startswith("index/") for n in names)
+    assert not any("-ui" in n or "highlight" in n for n in names)
+    entry = json.loads((bundle / "pagefind-entry.json").read_text())
+    # recipes, case studies, the post, and one stand-in page per troubleshooting question
+    pages = len(list((shipped / "recipes").glob("*/index.html")))
+    pages += len(list((shipped / "case-studies").glob("*/index.html")))
+    pages += len(list((shipped / "news").glob("*/index.html")))
+    questions = len(
+        BeautifulSoup((shipped / "troubleshooting/index.html").read_text(), "html.parser").select(
+            ".faq-index li"
+        )
+    )
+    assert entry["languages"]["en"]["page_count"] == pages + questions
+
+
+def test_fallback_records_cover_every_question_and_are_loadable_as_a_script(shipped: Path) -> None:
+    page = BeautifulSoup((shipped / "search/index.html").read_text(encoding="utf-8"), "html.parser")
+    box = page.find(id="search")
+    assert box is not None
+    fallback = shipped / "search" / box["data-fallback"]
+    assert box["data-bundle"] == "../pagefind/pagefind.js"
+    text = fallback.read_text(encoding="utf-8")
+    assert text.startswith("window.SEARCH_RECORDS=") and text.endswith(";\n")
+    records = json.loads(text[len("window.SEARCH_RECORDS=") : -2])
+    index = BeautifulSoup((shipped / "troubleshooting/index.html").read_text(), "html.parser")
+    questions = [a.get_text(strip=True) for a in index.select(".faq-index a")]
+    assert [r["t"] for r in records if r["k"] == "Troubleshooting"] == questions
+    kinds = {r["k"] for r in records}
+    assert kinds == {"Recipe", "Troubleshooting", "Case study", "News"}
+    assert all(
+        not r["u"].startswith("/") for r in records
+    )  # relative to the site root, so any sub-path works
+
+
+def test_fallback_script_cannot_be_closed_by_data() -> None:
+    script = fallback_script([SearchRecord("recipes/x/", "</script><b>", "Recipe", "a & b")]).decode()
+    assert "<" not in script.removeprefix("window.SEARCH_RECORDS=")
+    assert json.loads(script[len("window.SEARCH_RECORDS=") : -2])[0]["t"] == "</script><b>"
+
+
+def test_question_stand_in_page_escapes_and_names_its_target() -> None:
+    html = faq_record_html(SearchRecord("recipes/x/#faq-q", "Why <b>?", "Troubleshooting", "Because & so"))
+    soup = BeautifulSoup(html, "html.parser")
+    assert soup.h1 is not None and soup.h1.get_text() == "Why <b>?"
+    assert soup.h1["data-pagefind-meta"] == "target:/recipes/x/#faq-q"
+    assert soup.find("b") is None
+
+
+def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
+    """Budget rule: JavaScript only where a chart is drawn, and search on the search page."""
+    for page in shipped.rglob("*.html"):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        scripts = [
+            s
+            for s in soup.find_all("script")
+            if s.get("type") not in ("application/json", "application/ld+json")
+        ]
+        rel = page.relative_to(shipped).as_posix()
+        if rel == "search/index.html":
+            assert len(scripts) == 1 and "static/search." in scripts[0]["src"]
+        elif not soup.select(".chart"):
+            assert scripts == [], rel
+    header = BeautifulSoup((shipped / "index.html").read_text(encoding="utf-8"), "html.parser").find(
+        "form", role="search"
+    )
+    assert header is not None and header["action"] == "search/index.html" and header["method"] == "get"
