@@ -525,3 +525,17 @@ def test_serve_command_prints_the_url_serves_rebuilds_and_stops_on_ctrl_c(themed
     assert proc.returncode == 0, err
     assert "stopping" in err
     assert not (themed_site / "site").exists()
+
+
+def test_terminal_report_prints_the_check_text(capsys: pytest.CaptureFixture[str]) -> None:
+    from builder.commands.serve_cmd import report
+
+    report(RebuildResult(problems=(PROBLEM,), warnings=(Problem("content/notes.txt", None, "ignored"),)))
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "templates/recipe.html:12: unexpected end of template",
+        "content/notes.txt: ignored (warning)",
+        "build failed: 1 error; still serving the last good build",
+    ]
+    report(RebuildResult(changed=frozenset({"index.html"}), seconds=0.0123))
+    assert capsys.readouterr().err == "built in 12 ms (1 files changed)\n"

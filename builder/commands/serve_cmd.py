@@ -26,6 +26,17 @@ def _say(text: str, stream: TextIO | None = None) -> None:
     stream.flush()
 
 
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def report(result: RebuildResult) -> None:
     """The terminal side of a rebuild: ``check``-style problems, or one line when it went well."""
     from builder.commands.report import format_text
@@ -78,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         _say(f"building {config.root} into {out} ...")
         server.state.rebuild(None)
         server.start()
+        if not _is_loopback(args.host):
+            _say(f"note: listening on {args.host}: other machines on the network can read this preview")
         _say(f"serving {server.url}  (Ctrl-C to stop)", sys.stdout)
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         stop.wait()
