@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import secrets
 import socket
 import threading
@@ -304,9 +305,10 @@ def _int(values: list[str] | None, default: int) -> int:
 
 def _float(values: list[str] | None, default: float) -> float:
     try:
-        return float(values[0]) if values else default
+        value = float(values[0]) if values else default
     except ValueError:
         return default
+    return value if math.isfinite(value) else default
 
 
 class PreviewServer(ThreadingHTTPServer):

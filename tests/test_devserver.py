@@ -384,6 +384,15 @@ def test_server_restart_is_noticed_by_open_pages(live) -> None:  # type: ignore[
     assert poll(server, 1, "/", timeout=0)["server"] == server.state.server_id
 
 
+@pytest.mark.parametrize("query", ["since=x&timeout=nan", "since=1&timeout=-inf", "timeout=inf&since=5", ""])
+def test_poll_survives_odd_parameters(live, query: str) -> None:  # type: ignore[no-untyped-def]
+    server, _ = live
+    server.server.poll_timeout = 0.05
+    status, _, body = request(server, f"/__livereload/poll?{query}")
+    assert status == 200
+    assert json.loads(body)["epoch"] == 1
+
+
 def test_missing_output_serves_a_fallback_page_with_the_overlay_script(tmp_path: Path) -> None:
     rebuild = ScriptedRebuild(RebuildResult(problems=(PROBLEM,)))
     server = LiveReloadServer.create("127.0.0.1", 0, tmp_path / "never-built", rebuild, PendingChanges())
