@@ -2,8 +2,9 @@
 
 vl-convert-python bundles the three libraries (and their dependencies) into one JavaScript file, with
 no request to any other host. Bundling takes seconds, so the result is cached under the site's
-cache folder, keyed by the vl-convert and Altair versions (Altair's Vega-Lite version decides which
-Vega-Lite the bundle must carry): a build reads the cached file instead of bundling again.
+cache folder (and a per-user copy every site root shares), keyed by the vl-convert and Altair
+versions (Altair's Vega-Lite version decides which Vega-Lite the bundle must carry): a build reads
+the cached file instead of bundling again.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def cache_path(cache_dir: Path) -> Path:
     return cache_dir / "charts" / f"vega-runtime-{key}.js"
 
 
+def user_cache_dir() -> Path:
+    """The per-user cache (``$XDG_CACHE_HOME`` or ``~/.cache``): the bundle does not depend on the site,
+    so every site root (and every test site) on the machine can share one copy."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "llm-recipes-builder"
+
+
 def _bundle() -> str:
     import altair
     import vl_convert
@@ -57,14 +65,25 @@ def _bundle() -> str:
     return f"/* vega {vl_convert.get_vega_version()}, vega-lite {vl_version}, vega-embed {vl_convert.get_vega_embed_version()} */\n(function(){{\n{text}\n}})();\n"
 
 
-def runtime_bundle(cache_dir: Path) -> bytes:
-    """The bundle's bytes, from the cache when present; otherwise bundled once and cached."""
-    path = cache_path(cache_dir)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        pass
-    data = _bundle().encode("utf-8")
+def runtime_bundle(cache_dir: Path, shared_cache: Path | None = None) -> bytes:
+    """The bundle's bytes: from the site's cache, else the shared one, else bundled once and cached in both."""
+    paths = [cache_path(cache_dir)] + ([cache_path(shared_cache)] if shared_cache is not None else [])
+    data: bytes | None = None
+    for path in paths:
+        try:
+            data = path.read_bytes()
+            break
+        except OSError:
+            continue
+    if data is None:
+        data = _bundle().encode("utf-8")
+    for path in paths:
+        if not path.is_file():
+            _store(path, data)
+    return data
+
+
+def _store(path: Path, data: bytes) -> None:
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -77,4 +96,3 @@ def runtime_bundle(cache_dir: Path) -> bytes:
         # A read-only cache only costs the next build the bundling time.
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-    return data

@@ -342,6 +342,17 @@ class Comparison:
     def build(self, slug: str) -> Build:
         return next(b for b in self.builds if b.slug == slug)
 
+    @property
+    def shared_builds(self) -> list[Build]:
+        """Builds with a figure in a shared line: the columns of the side-by-side table."""
+        used = {slug for line in self.shared for slug in line.cells}
+        return [b for b in self.builds if b.slug in used]
+
+    @property
+    def multi_hardware(self) -> bool:
+        """Settings name their hardware only when the builds run on more than one."""
+        return len({b.hardware for b in self.builds}) > 1
+
 
 def node_hardware(site: Site) -> dict[str, str]:
     return {name: node.hardware for name, node in site.nodes.items()}

@@ -123,6 +123,8 @@ class Cell:
     why: str
     """Why the rows are off-recipe; empty when they match."""
     row_ids: tuple[int, ...]
+    varied: bool = False
+    """Whether the run's rows disagree (so the median is worth saying)."""
 
     @property
     def off_recipe(self) -> bool:
@@ -144,10 +146,11 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
     latest = max((r["date"], r["node"]) for r in ranked)
     run = sorted((r for r in ranked if (r["date"], r["node"]) == latest), key=lambda r: r["row_id"])
     status = recon.status(run[0]["row_id"])
+    values = [r[metric] for r in run]
     return Cell(
         recipe=run[0]["recipe"],
         metric=metric,
-        value=statistics.median(r[metric] for r in run),
+        value=statistics.median(values),
         trials=len(run),
         date=latest[0],
         node=latest[1],
@@ -155,6 +158,7 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
         status=status.status,
         why=why_text(status),
         row_ids=tuple(r["row_id"] for r in run),
+        varied=len(set(values)) > 1,
     )
 
 

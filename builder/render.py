@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import jinja2
 
 from builder.chart_data import case_charts, comparison_charts, recipe_charts
-from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle
+from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.comparisons import comparison, comparison_slugs, node_hardware
 from builder.content import Markdown
 from builder.downloads import api_page_jobs
@@ -169,7 +169,7 @@ class RenderContext:
 def make_context(site: Site, recon: Reconciliation, markdown: Markdown | None = None) -> RenderContext:
     config = site.config
     assets = Assets.collect(config.templates / "static")
-    assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir))
+    assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
     return RenderContext(
         site=site,
         recon=recon,

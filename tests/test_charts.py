@@ -1,0 +1,405 @@
+"""Charts: spec templates filled with data, safe embedding, data tables, and where the runtime loads.
+
+Every figure in the synthetic sites here is made up for the test.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+
+from builder import chart_runtime
+from builder.chart_runtime import cache_path, runtime_bundle
+from builder.charts import (
+    ARMS,
+    BUILDS,
+    CONCURRENCY,
+    DATA_NAME,
+    HISTORY,
+    KINDS,
+    PER_QUANTITY,
+    PROMPT,
+    escape_json,
+    spec_template,
+)
+from builder.config import load_config
+from builder.pipeline import build
+from tests.conftest import REPO, MakeSite
+
+HOSTILE = 'a</script><script>alert(1)</script> "quoted" & <!-- \u2028\u2029 </SCRIPT >'
+
+SAMPLE_VALUES: dict[str, list[dict[str, Any]]] = {
+    PROMPT: [
+        {
+            "concurrency": 1,
+            "prompt": 512,
+            "decode": 50.5,
+            "date": "2026-01-02",
+            "node": "n",
+            "status": "matches recipe",
+        }
+    ],
+    CONCURRENCY: [
+        {
+            "measure": "Aggregate",
+            "concurrency": 8,
+            "value": 300.0,
+            "prompt": "512 tokens",
+            "date": "2026-01-02",
+            "node": "n",
+            "status": "matches recipe",
+        }
+    ],
+    HISTORY: [
+        {
+            "layer": "row",
+            "date": "2026-01-02",
+            "setting": "s",
+            "value": 1.5,
+            "status": "differs from recipe",
+            "note": HOSTILE,
+            "node": "n",
+            "engine_version": "1",
+        }
+    ],
+    ARMS: [
+        {
+            "setting": "s",
+            "arm": HOSTILE,
+            "order": 0,
+            "value": 2.0,
+            "trials": 1,
+            "date": "2026-01-02",
+            "node": "n",
+            "why": "",
+        }
+    ],
+    BUILDS: [
+        {
+            "setting": "s",
+            "build": HOSTILE,
+            "order": 0,
+            "value": 2.0,
+            "trials": 1,
+            "date": "2026-01-02",
+            "node": "n",
+            "why": "",
+        }
+    ],
+}
+
+
+def _quantity(kind: str) -> str:
+    return "decode_tok_s" if kind in PER_QUANTITY else ""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_template_fill_is_the_altair_spec_with_the_data(kind: str) -> None:
+    from builder.charts import _define
+
+    values = SAMPLE_VALUES[kind]
+    filled = json.loads(spec_template(kind, _quantity(kind)).fill(values))
+    expected = _define(kind, _quantity(kind)).to_dict()
+    assert expected["data"] == {"name": DATA_NAME}
+    assert filled["data"] == {"values": values}
+    assert {k: v for k, v in filled.items() if k != "data"} == {
+        k: v for k, v in expected.items() if k != "data"
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_templates_hold_no_expression_and_no_counter_names(kind: str) -> None:
+    text = spec_template(kind, _quantity(kind)).fill([])
+    spec = json.loads(text)
+    # Filters are field predicates, never expression strings; no auto-numbered params or views.
+    assert '"expr"' not in text and '"calculate"' not in text
+    assert "param_" not in text and "view_" not in text
+    for layer in spec.get("layer", []):
+        for step in layer.get("transform", []):
+            if "filter" in step:
+                assert isinstance(step["filter"], dict) and set(step["filter"]) == {"field", "equal"}
+
+
+def test_template_is_built_once_per_kind() -> None:
+    assert spec_template(HISTORY, "itl_ms") is spec_template(HISTORY, "itl_ms")
+    assert spec_template(HISTORY, "itl_ms") is not spec_template(HISTORY, "decode_tok_s")
+    with pytest.raises(ValueError):
+        spec_template(HISTORY)
+    with pytest.raises(ValueError):
+        spec_template("pie")
+
+
+def test_escape_json_keeps_the_value_and_hides_markup() -> None:
+    text = escape_json(json.dumps({"note": HOSTILE}, ensure_ascii=False))
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert json.loads(text) == {"note": HOSTILE}
+
+
+def test_runtime_bundle_is_read_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom() -> str:
+        raise AssertionError("bundled although the cache holds the bundle")
+
+    monkeypatch.setattr(chart_runtime, "_bundle", boom)
+    shared = tmp_path / "shared"
+    path = cache_path(shared)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"/* cached */")
+    site_cache = tmp_path / "site-cache"
+    assert runtime_bundle(site_cache, shared) == b"/* cached */"
+    # copied into the site's own cache, so the next build does not need the shared one
+    assert cache_path(site_cache).read_bytes() == b"/* cached */"
+    assert "vlc" in path.name and "altair" in path.name
+
+
+def test_runtime_bundle_is_bundled_once_when_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def fake() -> str:
+        calls.append(1)
+        return "/* bundled */"
+
+    monkeypatch.setattr(chart_runtime, "_bundle", fake)
+    assert runtime_bundle(tmp_path / "a", tmp_path / "b") == b"/* bundled */"
+    assert runtime_bundle(tmp_path / "a", tmp_path / "b") == b"/* bundled */"
+    assert calls == [1]
+
+
+# ------------------------------------------------------------------------------------------ sites
+
+ROWS_HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,aggregate_tok_s,flags,env,source,notes\n"
+FLAGS = "--max-model-len 4096 --kv-cache-dtype fp8"
+
+
+def _csv_field(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def hostile_site(make_site: MakeSite) -> Path:
+    """Synthetic rows over two dates and three prompt lengths, with markup in notes and flags."""
+    lines = [
+        f"2026-01-02,tiny,node-a,1.0.0,512,1,50.5,,{FLAGS},EXAMPLE_ENV=1,synthetic,{_csv_field(HOSTILE)}",
+        f"2026-01-02,tiny,node-a,1.0.0,2048,1,48.25,,{FLAGS},EXAMPLE_ENV=1,synthetic,plain note",
+        f"2026-01-09,tiny,node-a,1.0.0,2048,1,47.0,,{FLAGS},EXAMPLE_ENV=1,synthetic,{_csv_field(HOSTILE)}",
+        f"2026-01-09,tiny,node-a,1.0.0,8192,1,45.0,,{FLAGS},EXAMPLE_ENV=1,synthetic,",
+        f"2026-01-09,tiny,node-a,1.0.0,2048,8,30.0,240.0,{FLAGS},EXAMPLE_ENV=1,synthetic,",
+        # off-recipe: a flag value carrying markup, so the history's "why" column carries it too
+        f"2026-01-16,tiny,node-a,1.0.0,2048,1,60.0,,{_csv_field(FLAGS + ' --served-model-name ' + shlex.quote(HOSTILE))},EXAMPLE_ENV=1,synthetic,",
+    ]
+    return make_site(
+        {
+            "data/rows/tiny/2026-01-02-node-a.csv": ROWS_HEADER + "\n".join(lines) + "\n",
+        }
+    )
+
+
+def _build(root: Path, out: Path) -> Path:
+    build(load_config(root, out))
+    return out
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def _specs(soup: BeautifulSoup) -> dict[str, Any]:
+    return {
+        str(s["id"]): json.loads(s.string or "")
+        for s in soup.find_all("script", attrs={"type": "application/json"})
+        if isinstance(s, Tag)
+    }
+
+
+@pytest.fixture(scope="module")
+def hostile_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    from tests.conftest import SITES
+
+    root = tmp_path_factory.mktemp("hostile") / "root"
+    shutil.copytree(SITES / "minimal", root)
+
+    def make(files: dict[str, str]) -> Path:
+        for rel, text in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return root
+
+    hostile_site(make)
+    return _build(root, root.parent / "out")
+
+
+def test_recipe_page_has_each_chart_kind_with_its_data(hostile_build: Path) -> None:
+    soup = _soup(hostile_build / "recipes/tiny/index.html")
+    figures = soup.select("figure.chart")
+    ids = [f["id"] for f in figures]
+    assert (
+        ids
+        == [
+            "chart-prompt",
+            "chart-concurrency",
+            "chart-history-decode_tok_s",
+            "chart-history-aggregate_tok_s",
+        ][: len(ids)]
+    )
+    assert {"chart-prompt", "chart-concurrency", "chart-history-decode_tok_s"} <= set(ids)
+    specs = _specs(soup)
+    prompt = specs["chart-prompt-spec"]["data"]["values"]
+    # matching rows only, latest run per setting: 512 from 01-02, 2048 and 8192 from 01-09
+    assert [(v["concurrency"], v["prompt"], v["decode"], v["date"]) for v in prompt] == [
+        (1, 512, 50.5, "2026-01-02"),
+        (1, 2048, 47.0, "2026-01-09"),
+        (1, 8192, 45.0, "2026-01-09"),
+        (8, 2048, 30.0, "2026-01-09"),
+    ]
+    history = specs["chart-history-decode_tok_s-spec"]["data"]["values"]
+    off = [v for v in history if v["status"] == "differs from recipe"]
+    assert [v["value"] for v in off] == [60.0]
+    assert HOSTILE in off[0]["note"]  # the flag value travels as data, intact
+    throughput = specs["chart-concurrency-spec"]["data"]["values"]
+    assert {(v["measure"], v["concurrency"]) for v in throughput} >= {("Aggregate", 8), ("Per stream", 1)}
+
+
+def test_markup_in_notes_and_flags_cannot_break_out(hostile_build: Path) -> None:
+    html = (hostile_build / "recipes/tiny/index.html").read_text(encoding="utf-8")
+    soup = BeautifulSoup(html, "html.parser")
+    scripts = soup.find_all("script")
+    for script in scripts:
+        assert isinstance(script, Tag)
+        kind = script.get("type")
+        if script.get("src"):
+            assert kind is None
+            continue
+        # every inline script is data; none was opened by a row's text
+        assert kind in ("application/json", "application/ld+json"), script
+        json.loads(script.string or "")
+        assert "alert(1)" not in (script.string or "") or "\\u003c/script\\u003e" in (script.string or "")
+    assert "<script>alert(1)" not in html
+    # the row table shows the note as text
+    notes = [td.get_text() for td in soup.select("td.notes")]
+    assert any(
+        HOSTILE.replace("\u2028", "").replace("\u2029", "") in n.replace("\u2028", "").replace("\u2029", "")
+        for n in notes
+    )
+
+
+def test_every_chart_has_its_data_table(hostile_build: Path) -> None:
+    soup = _soup(hostile_build / "recipes/tiny/index.html")
+    specs = _specs(soup)
+    for figure in soup.select("figure.chart"):
+        values = specs[f"{figure['id']}-spec"]["data"]["values"]
+        table = figure.select_one("details.chart-data table.chart-table")
+        assert table is not None, figure["id"]
+        body = table.select("tbody tr")
+        assert len(body) == len(values)
+        headers = [th.get_text(strip=True) for th in table.select("thead th")]
+        assert headers and all(headers)
+        view = figure.select_one(".chart-view")
+        assert view is not None and view.has_attr("hidden")  # nothing blank without JavaScript
+    prompt = soup.select_one("#chart-prompt table")
+    assert prompt is not None
+    first = [td.get_text(strip=True) for td in prompt.select("tbody tr")[0].find_all("td")]
+    assert first[:3] == ["1", "512", "50.5"]
+
+
+def test_history_table_names_the_off_recipe_reason(hostile_build: Path) -> None:
+    soup = _soup(hostile_build / "recipes/tiny/index.html")
+    table = soup.select_one("#chart-history-decode_tok_s table")
+    assert table is not None
+    rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
+    off = [r for r in rows if r[3] == "differs from recipe"]
+    assert len(off) == 1 and "--served-model-name" in off[0][4] and HOSTILE in off[0][4]
+
+
+def test_output_is_deterministic(hostile_build: Path, tmp_path: Path) -> None:
+    again = _build(hostile_build.parent / "root", tmp_path / "again")
+    for rel in ("recipes/tiny/index.html", "index.html"):
+        assert (again / rel).read_bytes() == (hostile_build / rel).read_bytes(), rel
+
+
+def test_runtime_is_loaded_only_by_pages_with_charts(hostile_build: Path) -> None:
+    runtime_files = list((hostile_build / "static").glob("vega-runtime.*.js"))
+    loader_files = list((hostile_build / "static").glob("charts.*.js"))
+    assert len(runtime_files) == 1 and len(loader_files) == 1
+    with_charts = 0
+    for page in hostile_build.rglob("*.html"):
+        soup = _soup(page)
+        srcs = [str(s["src"]) for s in soup.find_all("script") if isinstance(s, Tag) and s.get("src")]
+        chart_js = [s for s in srcs if "/charts." in s or s.startswith("charts.") or "vega" in s]
+        if soup.select("figure.chart"):
+            with_charts += 1
+            loaders = soup.select("script[data-runtime]")
+            assert len(loaders) == 1, page
+            runtime = (page.parent / str(loaders[0]["data-runtime"])).resolve()
+            assert runtime == runtime_files[0].resolve()
+            assert (page.parent / str(loaders[0]["src"])).resolve() == loader_files[0].resolve()
+            assert loaders[0].has_attr("defer")
+        else:
+            assert chart_js == [], page
+    assert with_charts >= 1
+
+
+def test_runtime_has_a_content_hashed_name(hostile_build: Path) -> None:
+    import hashlib
+
+    for path in (hostile_build / "static").glob("*.js"):
+        digest = path.name.split(".")[-2]
+        assert hashlib.sha256(path.read_bytes()).hexdigest()[:10] == digest
+
+
+def test_no_chart_without_enough_points(make_site: MakeSite, tmp_path: Path) -> None:
+    # the minimal site: one date, two prompt lengths at concurrency 1 → a prompt chart, no history
+    out = _build(make_site(), tmp_path / "out")
+    soup = _soup(out / "recipes/tiny/index.html")
+    assert [f["id"] for f in soup.select("figure.chart")] == ["chart-prompt"]
+    one_row = make_site(
+        {
+            "data/rows/tiny/2026-01-02-node-a.csv": ROWS_HEADER
+            + f"2026-01-02,tiny,node-a,1.0.0,512,1,50.5,,{FLAGS},EXAMPLE_ENV=1,synthetic,\n"
+        }
+    )
+    out = _build(one_row, tmp_path / "out2")
+    soup = _soup(out / "recipes/tiny/index.html")
+    assert soup.select("figure.chart") == []
+    assert soup.select("script[data-runtime]") == []
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _build(REPO, tmp_path_factory.mktemp("shipped") / "site")
+
+
+def test_shipped_recipe_charts(shipped: Path) -> None:
+    soup = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html")
+    specs = _specs(soup)
+    prompt = specs["chart-prompt-spec"]["data"]["values"]
+    assert [(v["prompt"], v["decode"]) for v in prompt] == [(512, 42.9), (2048, 42.6), (8192, 41.4)]
+    history = specs["chart-history-decode_tok_s-spec"]["data"]["values"]
+    rows = [v for v in history if v["layer"] == "row"]
+    assert {(v["date"], v["value"], v["status"]) for v in rows} >= {
+        ("2026-07-06", 76.8, "differs from recipe"),
+        ("2026-07-27", 42.6, "matches recipe"),
+        ("2026-07-27", 42.5, "differs from recipe"),
+    }
+    mtp = _specs(_soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4-mtp3/index.html"))
+    values = mtp["chart-concurrency-spec"]["data"]["values"]
+    assert sorted(v["value"] for v in values if v["measure"] == "Aggregate") == [290.0, 322.05]
+
+
+def test_shipped_case_study_arms_side_by_side(shipped: Path) -> None:
+    soup = _soup(shipped / "case-studies/which-nvfp4-build-to-download/index.html")
+    specs = _specs(soup)
+    decode = specs["chart-arms-decode_tok_s-spec"]["data"]["values"]
+    assert [(v["arm"].split(" (")[0], v["value"]) for v in decode] == [
+        ("NVIDIA NVFP4", 42.6),
+        ("Unsloth NVFP4-Fast", 106.5),
+    ]
+    # a study with one linked arm has nothing to put side by side
+    other = _soup(shipped / "case-studies/does-quantization-buy-speed/index.html")
+    assert other.select("figure.chart") == [] and other.select("script[data-runtime]") == []
