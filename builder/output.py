@@ -38,20 +38,57 @@ def check_output_dir(out: Path, root: Path) -> None:
             )
 
 
-def _write_tree(target: Path, files: Mapping[str, bytes]) -> None:
+def _link_or_copy(source: Path, target: Path) -> None:
+    """Reuse an unchanged file of the previous output: a hard link costs no copy and no space."""
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copyfile(source, target)
+
+
+def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, Path]) -> None:
     made: set[Path] = set()
-    for rel in sorted(files):
+    for rel in sorted({*files, *reuse}):
         path = target / rel
         parent = path.parent
         if parent not in made:
             parent.mkdir(parents=True, exist_ok=True)
             made.add(parent)
-        path.write_bytes(files[rel])
+        if rel in files:
+            path.write_bytes(files[rel])
+        else:
+            _link_or_copy(reuse[rel], path)
     (target / MARKER).write_bytes(MARKER_TEXT)
 
 
-def publish(files: Mapping[str, bytes], out: Path, root: Path) -> None:
-    """Write ``files`` into ``out`` atomically, replacing what was there."""
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (Linux ``renameat2(RENAME_EXCHANGE)``); False where unsupported."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def publish(
+    files: Mapping[str, bytes], out: Path, root: Path, *, reuse: Mapping[str, Path] | None = None
+) -> None:
+    """Write ``files`` into ``out`` atomically, replacing what was there.
+
+    ``reuse`` maps further output paths to unchanged files of the previous output (usually inside
+    ``out``), which are hard-linked into the new tree instead of being written again.
+    """
     check_output_dir(out, root)
     out = out.resolve()
     parent = out.parent
@@ -62,19 +99,23 @@ def publish(files: Mapping[str, bytes], out: Path, root: Path) -> None:
         raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
     old: Path | None = None
     try:
-        _write_tree(staging, files)
+        _write_tree(staging, files, reuse or {})
         os.chmod(staging, 0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
-            os.rmdir(old)
-            os.rename(out, old)
-        try:
-            os.rename(staging, out)
-        except BaseException:
-            if old is not None:
-                os.rename(old, out)
-                old = None
-            raise
+        # Swap in one step where the kernel can; otherwise two renames, undone on failure.
+        if out.exists() and _exchange(staging, out):
+            old, staging = staging, out
+        else:
+            if out.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
+                os.rmdir(old)
+                os.rename(out, old)
+            try:
+                os.rename(staging, out)
+            except BaseException:
+                if old is not None:
+                    os.rename(old, out)
+                    old = None
+                raise
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)

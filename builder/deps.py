@@ -1,0 +1,75 @@
+"""What a page depends on, declared where the page job is made, so a rebuild can skip it.
+
+A page job is ``(output path, render)``. Wrapping ``render`` with :func:`depends` declares the
+inputs the page reads; the incremental engine (:mod:`builder.incremental`) re-renders the page only
+when one of them, the templates it used (recorded while it rendered) or anything global (the
+builder's code, ``site.yaml``, ``data/*.yaml``, static assets, the build date) changed. A job
+without a declaration is rendered on every build — always correct, only slower — so a new page
+kind is safe before anyone declares anything.
+
+Declare what the page *reads*, not what it shows: a page that looks up recipes by slug reads every
+recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing dependency is a
+stale page, which ``tests/test_incremental.py`` is there to catch.
+
+The vocabulary:
+
+``recipe:<slug>``
+    the recipe's file (front matter and body) and every row whose ``recipe`` is the slug (its
+    values, file, line and status);
+``recipes``
+    the front matter of every recipe, and which recipes exist (not bodies, not rows);
+``recipe-files``
+    every recipe file in full (bodies too: FAQ indexes, search);
+``model:<base model id>``
+    which recipes have that base model, with their front matter and rows (comparison pages);
+``rows``
+    every row file (totals, latest dates, downloads);
+``case-studies`` / ``posts``
+    every case study / post file;
+``file:<path>``
+    one input file by its path from the site root (``content/posts/x.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+RECIPES = "recipes"
+RECIPE_FILES = "recipe-files"
+ROWS = "rows"
+CASE_STUDIES = "case-studies"
+POSTS = "posts"
+
+
+def recipe(slug: str) -> str:
+    return f"recipe:{slug}"
+
+
+def model(model_id: str) -> str:
+    return f"model:{model_id}"
+
+
+def file(rel: str) -> str:
+    return f"file:{rel}"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A render function with the inputs it reads."""
+
+    render: Callable[[], bytes]
+    deps: tuple[str, ...]
+
+    def __call__(self) -> bytes:
+        return self.render()
+
+
+def depends(render: Callable[[], bytes], *deps: str) -> Declared:
+    """Declare that ``render`` reads only ``deps`` (besides templates and global inputs)."""
+    return Declared(render, tuple(deps))
+
+
+def declared(render: Callable[[], bytes]) -> tuple[str, ...] | None:
+    """The declared dependencies of a render function, or None: render it on every build."""
+    return render.deps if isinstance(render, Declared) else None
