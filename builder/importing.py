@@ -265,10 +265,15 @@ def _duplicates(site: Site, result: ImportResult, origin_at: dict[int, str]) -> 
     """A row identical to one already in the site was most likely imported before."""
     ours = next(i for i, f in enumerate(site.row_files) if f.source.rel == result.rel)
     same = " AND ".join(f"a.{c} IS NOT DISTINCT FROM b.{c}" for c in ROW_FIELDS)
+    # narrow the other side to the recipe and dates of the new rows first: the null-safe join on
+    # every column is then over a handful of rows, not the whole site
     hits = site.con.execute(
-        f"""SELECT a.file_row, min(b.file_id), min(b.file_row) FROM rows a JOIN rows b ON {same}
-        WHERE a.file_id = ? AND b.file_id <> ? GROUP BY a.file_row ORDER BY a.file_row""",
-        [ours, ours],
+        f"""WITH a AS (SELECT * FROM rows WHERE file_id = $ours),
+        b AS (SELECT * FROM rows WHERE file_id <> $ours AND recipe IN (SELECT recipe FROM a)
+              AND date IN (SELECT date FROM a))
+        SELECT a.file_row, min(b.file_id), min(b.file_row) FROM a JOIN b ON {same}
+        GROUP BY a.file_row ORDER BY a.file_row""",
+        {"ours": ours},
     ).fetchall()
     for row, file_id, file_row in hits:
         other = site.row_files[file_id]
