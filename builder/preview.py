@@ -8,14 +8,12 @@ the content, the data, the templates or ``site.yaml`` is a result with problems,
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
-from builder.config import SiteConfig, load_config
+from builder.config import load_config
 from builder.devserver import RebuildResult
-from builder.errors import BuildAborted, BuilderError
-from builder.output import MARKER
+from builder.errors import BuilderError
+from builder.incremental import IncrementalBuilder
 
 SERVE_DIR = Path(".cache") / "builder" / "serve-site"
 
@@ -25,58 +23,35 @@ def serve_out_dir(root: Path) -> Path:
     return root.resolve() / SERVE_DIR
 
 
-Digests = dict[str, bytes]
-
-
-def snapshot(out: Path) -> Digests:
-    """``{relative path: digest}`` of every file in ``out`` (empty when it does not exist)."""
-    digests: Digests = {}
-    for dirpath, _dirs, files in os.walk(out):
-        for name in files:
-            path = Path(dirpath, name)
-            rel = path.relative_to(out).as_posix()
-            if rel == MARKER:
-                continue
-            digests[rel] = hashlib.blake2b(path.read_bytes(), digest_size=16).digest()
-    return digests
-
-
-def changed_files(before: Digests | None, after: Digests) -> frozenset[str] | None:
-    """Output paths whose digest differs between two snapshots (``None`` when there is no before)."""
-    if before is None:
-        return None
-    return frozenset(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-
-
 class PreviewBuilder:
     """Builds the site for the preview; call it with the changed source paths.
 
-    The configuration is reloaded on every call (it is one small file), so an edit to ``site.yaml``
-    or a site gaining its own ``templates/`` takes effect without a restart.
+    One :class:`~builder.incremental.IncrementalBuilder` is kept across rebuilds, so a change
+    rebuilds only what depends on it; it reloads ``site.yaml`` on every build.
     """
 
     def __init__(self, root: Path, out: Path | None = None) -> None:
         self.root = root.resolve()
         self.out = out if out is not None else serve_out_dir(self.root)
-        self.config: SiteConfig | None = None
-        self._digests: Digests | None = None
+        self.engine: IncrementalBuilder | None = None
 
     def __call__(self, changed: frozenset[Path] | None) -> RebuildResult:
-        from builder.pipeline import build
+        if self.engine is None:
+            try:
+                config = load_config(self.root, self.out)
+            except BuilderError as exc:  # e.g. a broken site.yaml at start-up: retried on the next change
+                return RebuildResult(problems=(exc.problem(),))
+            self.engine = IncrementalBuilder(config)
+        report = self.engine.build(None if changed is None else set(changed))
+        if report.problems:
+            return RebuildResult(problems=tuple(report.problems), warnings=tuple(report.warnings))
+        return RebuildResult(
+            warnings=tuple(report.warnings),
+            changed=frozenset(report.written) | frozenset(report.removed),
+            files=len(report.written),
+        )
 
-        try:
-            config = load_config(self.root, self.out)
-        except BuilderError as exc:
-            return RebuildResult(problems=(exc.problem(),))
-        self.config = config
-        try:
-            result = build(config)
-        except BuildAborted as exc:
-            return RebuildResult(problems=tuple(exc.problems), warnings=tuple(exc.warnings))
-        except BuilderError as exc:
-            return RebuildResult(problems=(exc.problem(),))
-        # A full build rewrites every file: what changed is what differs from the last good build.
-        after = snapshot(self.out)
-        changed_out = changed_files(self._digests, after)
-        self._digests = after
-        return RebuildResult(warnings=tuple(result.warnings), changed=changed_out, files=result.files)
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None

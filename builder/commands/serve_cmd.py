@@ -66,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.root)  # a wrong --root is a usage mistake: fail now, not in the overlay
     out = serve_out_dir(config.root)
     pending = PendingChanges()
+    preview = PreviewBuilder(config.root, out)
     try:
         server = LiveReloadServer.create(
             args.host,
             args.port,
             out,
-            PreviewBuilder(config.root, out),
+            preview,
             pending,
             on_result=report,
             on_error=lambda exc: _say(f"preview server: {type(exc).__name__}: {exc}"),
@@ -99,4 +100,5 @@ def run(args: argparse.Namespace) -> int:
     finally:
         watcher.stop()
         server.stop()
+        preview.close()
     return 0
