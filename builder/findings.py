@@ -233,50 +233,66 @@ def _dates_text(dates: list[dt.date]) -> str:
 
 # ------------------------------------------------------------------------------------------ queries
 
-_GROUP = "recipe, hardware, prompt_tokens, context_tokens, concurrency, metric"
+_SETTING = "recipe, hardware, prompt_tokens, context_tokens, concurrency"
+_GROUP = f"{_SETTING}, metric"
+_RUN = "date, node, engine_version, engine_build, flags_key, env_key"
 
+
+_LOGS = ", ".join(f"r.{m}, CASE WHEN r.{m} > 0 THEN ln(r.{m}) END AS l_{m}" for m in METRICS)
+_RUN_STATS = ", ".join(
+    f"count(l_{m}) AS n_{m}, avg(l_{m}) AS mu_{m}, coalesce(var_pop(l_{m}) * count(l_{m}), 0) AS ss_{m}"
+    for m in METRICS
+)
+_METRIC_RUNS = " UNION ALL ".join(
+    f"SELECT {_SETTING}, '{m}' AS metric, n_{m} AS n, mu_{m} AS mu, ss_{m} AS ss, olo, ohi "
+    f"FROM runs WHERE n_{m} > 0"
+    for m in METRICS
+)
+_VALUE = "CASE c.metric " + " ".join(f"WHEN '{m}' THEN b.{m}" for m in METRICS) + " END"
+
+# One pass over the rows aggregates every metric of every run (conditional aggregates rather than an
+# unpivot of the rows); the run summaries, a few per setting, are unpivoted instead. Flags and env
+# are grouped by the integer id of their normalised form. Log values: bands are relative, and a
+# zero cannot be compared on a ratio scale, so it takes no part.
 _CANDIDATES_SQL = f"""
-WITH base AS (
+WITH base AS MATERIALIZED (
     SELECT r.row_id, r.file_id, r.file_row, r.recipe, h.hardware, r.prompt_tokens, r.context_tokens,
            r.concurrency, r.output_tokens, r.date, r.node, r.engine, r.engine_version, r.engine_build,
-           r.flags, r.env, r.driver, r.harness,
-           coalesce(fc.canon, r.flags) AS flags_key, coalesce(ec.canon, r.env) AS env_key,
-           {", ".join(f"r.{m}" for m in METRICS)}
+           r.flags, r.env, r.driver, r.harness, fc.key AS flags_key, ec.key AS env_key, {_LOGS}
     FROM rows r
     JOIN _f_node_hw h USING (node)
     LEFT JOIN _f_flag_canon fc ON fc.raw = r.flags
     LEFT JOIN _f_env_canon ec ON ec.raw = r.env
     WHERE r.prompt_tokens IS NOT NULL
-), long AS (
-    SELECT * FROM (UNPIVOT base ON {", ".join(METRICS)} INTO NAME metric VALUE value) WHERE value > 0
-), runs AS (
-    SELECT {_GROUP}, date, node, engine_version, engine_build, flags_key, env_key,
-           count(*) AS n, avg(ln(value)) AS mu,
-           coalesce(var_samp(ln(value)), 0) * (count(*) - 1) AS ss
-    FROM long GROUP BY ALL
-), gaps AS (
-    SELECT *, mu - lag(mu) OVER (PARTITION BY {_GROUP} ORDER BY mu) AS gap FROM runs
+), runs AS MATERIALIZED (
+    SELECT {_SETTING}, {_RUN}, {_RUN_STATS}, min(output_tokens) AS olo, max(output_tokens) AS ohi
+    FROM base GROUP BY ALL
+), metric_runs AS (
+    {_METRIC_RUNS}
 ), groups AS (
-    SELECT {_GROUP}, count(*) AS m, sum(n - 1) AS dof_w, sum(ss) AS ss_w, max(gap) AS max_gap
-    FROM gaps GROUP BY ALL HAVING count(*) >= 2
-), outs AS (
-    SELECT {_GROUP}, count(DISTINCT output_tokens) AS n_out FROM long GROUP BY ALL
+    SELECT {_GROUP}, count(*) AS m, sum(n - 1) AS dof_w, sum(ss) AS ss_w, list_sort(list(mu)) AS mus,
+           coalesce(min(olo) < max(ohi), false) AS split_out
+    FROM metric_runs GROUP BY ALL HAVING count(*) >= 2
 ), candidates AS (
-    -- The narrowest band the Python pass could use for this group; a group whose widest gap
-    -- between neighbouring run means stays within it cannot split. Groups that the output_tokens
-    -- rule may split are always walked.
-    SELECT g.* FROM groups g JOIN outs o USING ({_GROUP})
-    WHERE o.n_out >= 2 OR g.max_gap > 0.999999 * greatest($floor, $k * sqrt(
-        CASE WHEN g.dof_w > 0 THEN ($prior + g.ss_w) / ($nu0 + g.dof_w)
-             ELSE $prior / ($nu0 + g.m - 1) END))
+    -- The narrowest band the Python pass could use for this group: a group whose widest gap
+    -- between neighbouring run means stays within it cannot split. Groups whose rows give
+    -- different output_tokens may split by that rule and are always walked ($all walks every
+    -- group: the tests' reference path).
+    SELECT {_GROUP} FROM groups
+    WHERE $all OR split_out
+       OR list_max(list_transform(range(1, m), lambda i: mus[i + 1] - mus[i])) > 0.999999 * greatest(
+          $floor,
+          $k * sqrt(CASE WHEN dof_w > 0 THEN ($prior + ss_w) / ($nu0 + dof_w) ELSE $prior / ($nu0 + m - 1) END))
+), trials AS (
+    SELECT c.metric, b.*, {_VALUE} AS value FROM base b JOIN candidates c USING ({_SETTING})
 )
-SELECT l.recipe, l.hardware, l.prompt_tokens, l.context_tokens, l.concurrency, l.metric,
-       l.date, l.node, l.engine_version, l.engine_build, l.flags_key, l.env_key,
-       l.engine, l.flags, l.env, l.driver, l.harness, l.output_tokens, l.value, l.row_id, l.file_id, l.file_row
-FROM long l SEMI JOIN candidates c USING ({_GROUP})
-ORDER BY l.recipe, l.metric, l.hardware, l.prompt_tokens, l.context_tokens, l.concurrency,
-         l.date, l.node, l.engine_version, l.engine_build NULLS FIRST, l.flags_key NULLS FIRST,
-         l.env_key NULLS FIRST, l.row_id
+SELECT {_GROUP}, {_RUN}, min(engine) AS engine, min(flags) AS flags, min(env) AS env,
+       avg(ln(value)) AS mu, coalesce(var_pop(ln(value)) * count(*), 0) AS ss,
+       list({{'row_id': row_id, 'value': value, 'output': output_tokens, 'file_id': file_id,
+              'file_row': file_row, 'driver': driver, 'harness': harness}}) AS trials
+FROM trials WHERE value > 0
+GROUP BY ALL
+ORDER BY {_GROUP}, {_RUN}
 """
 
 
@@ -289,22 +305,25 @@ def _canon_env(text: str) -> str:
 
 
 def _canon_table(site: Site, column: str, canon: Callable[[str], str]) -> pa.Table:
+    """Each distinct string → the integer id of its normalised form (unparseable: its own id)."""
     raws = [
         v
         for (v,) in site.con.execute(
             f"SELECT DISTINCT {column} FROM rows WHERE {column} IS NOT NULL"
         ).fetchall()
     ]
+    ids: dict[str, int] = {}
     keys = []
     for raw in raws:
         try:
-            keys.append(canon(raw))
+            form = canon(raw)
         except FlagSyntaxError:
-            keys.append(raw)
-    return pa.table({"raw": pa.array(raws, pa.string()), "canon": pa.array(keys, pa.string())})
+            form = "raw:" + raw
+        keys.append(ids.setdefault(form, len(ids)))
+    return pa.table({"raw": pa.array(raws, pa.string()), "key": pa.array(keys, pa.int32())})
 
 
-def _fetch_candidates(site: Site) -> pa.Table:
+def _fetch_candidates(site: Site, exhaustive: bool) -> pa.Table:
     tables = {
         "_f_node_hw": pa.table(
             {
@@ -319,6 +338,7 @@ def _fetch_candidates(site: Site) -> pa.Table:
         site.con.register(name, table)
     try:
         params = {
+            "all": exhaustive,
             "floor": FLOOR,
             "k": K,
             "prior": PRIOR_DOF * SIGMA0 * SIGMA0,
@@ -331,67 +351,47 @@ def _fetch_candidates(site: Site) -> pa.Table:
 
 
 def _runs_by_group(table: pa.Table, site: Site) -> dict[tuple[Any, ...], list[Run]]:
-    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    """Runs (one result row each) by (recipe, metric, hardware, prompt, context, concurrency)."""
+    cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "trials"}
+    trials = table.column("trials").combine_chunks()
+    offsets = trials.offsets.to_pylist()
+    flat = trials.flatten()
+    fields = {
+        name: flat.field(name).to_pylist() for name in ("row_id", "value", "output", "file_id", "file_row")
+    }
+    drivers, harnesses = flat.field("driver").to_pylist(), flat.field("harness").to_pylist()
+    engines = {slug: recipe.meta.engine for slug, recipe in site.recipes.items()}
     groups: dict[tuple[Any, ...], list[Run]] = defaultdict(list)
-    current: tuple[Any, ...] | None = None
-    run: Run | None = None
-    drivers: set[str] = set()
-    harnesses: set[str] = set()
-
-    def close() -> None:
-        if run is not None:
-            run.drivers = tuple(sorted(drivers))
-            run.harnesses = tuple(sorted(harnesses))
-
     for i in range(table.num_rows):
-        group = (
-            columns["recipe"][i],
-            columns["metric"][i],
-            columns["hardware"][i],
-            columns["prompt_tokens"][i],
-            columns["context_tokens"][i],
-            columns["concurrency"][i],
+        lo, hi = offsets[i], offsets[i + 1]
+        order = sorted(range(lo, hi), key=fields["row_id"].__getitem__)  # trials in file order
+        key = (
+            cols["recipe"][i],
+            cols["metric"][i],
+            cols["hardware"][i],
+            cols["prompt_tokens"][i],
+            cols["context_tokens"][i],
+            cols["concurrency"][i],
         )
-        run_key = (
-            group,
-            columns["date"][i],
-            columns["node"][i],
-            columns["engine_version"][i],
-            columns["engine_build"][i],
-            columns["flags_key"][i],
-            columns["env_key"][i],
-        )
-        if run_key != current:
-            close()
-            current = run_key
-            recipe = site.recipes.get(group[0])
-            drivers, harnesses = set(), set()
-            run = Run(
-                date=columns["date"][i],
-                node=columns["node"][i],
-                engine=columns["engine"][i] or (recipe.meta.engine if recipe else ""),
-                engine_version=columns["engine_version"][i],
-                engine_build=columns["engine_build"][i],
-                flags=columns["flags"][i],
-                env=columns["env"][i],
-                drivers=(),
-                harnesses=(),
-                trials=[],
-                outputs=[],
-                row_ids=[],
-                locations=[],
+        groups[key].append(
+            Run(
+                date=cols["date"][i],
+                node=cols["node"][i],
+                engine=cols["engine"][i] or engines.get(key[0], ""),
+                engine_version=cols["engine_version"][i],
+                engine_build=cols["engine_build"][i],
+                flags=cols["flags"][i],
+                env=cols["env"][i],
+                drivers=tuple(sorted({drivers[j] for j in order if drivers[j] is not None})),
+                harnesses=tuple(sorted({harnesses[j] for j in order if harnesses[j] is not None})),
+                trials=[fields["value"][j] for j in order],
+                outputs=[fields["output"][j] for j in order],
+                row_ids=[fields["row_id"][j] for j in order],
+                locations=[(fields["file_id"][j], fields["file_row"][j]) for j in order],
+                mu=cols["mu"][i],
+                ss=cols["ss"][i],
             )
-            groups[group].append(run)
-        assert run is not None
-        run.trials.append(columns["value"][i])
-        run.outputs.append(columns["output_tokens"][i])
-        run.row_ids.append(columns["row_id"][i])
-        run.locations.append((columns["file_id"][i], columns["file_row"][i]))
-        if columns["driver"][i] is not None:
-            drivers.add(columns["driver"][i])
-        if columns["harness"][i] is not None:
-            harnesses.add(columns["harness"][i])
-    close()
+        )
     return groups
 
 
@@ -412,9 +412,13 @@ def _sub_settings(runs: list[Run]) -> list[tuple[int | None, list[Run]]]:
     return subs
 
 
-def find_non_reproduction(site: Site) -> list[Finding]:
-    """Every finding of the site, in a stable order (recipe, metric, setting, date)."""
-    table = _fetch_candidates(site)
+def find_non_reproduction(site: Site, *, exhaustive: bool = False) -> list[Finding]:
+    """Every finding of the site, in a stable order (recipe, metric, setting, date).
+
+    ``exhaustive`` walks every group in Python, skipping DuckDB's pre-filter (for tests: the
+    results must be the same).
+    """
+    table = _fetch_candidates(site, exhaustive)
     if table.num_rows == 0:
         return []
     parsed = Parsed()

@@ -19,7 +19,11 @@ a finding, whatever the data (published figures are often rounded to two or thre
 
 Which runs depart: run means are sorted and split wherever two neighbours are further apart than
 the band (single linkage); each part is a group of runs that agree. Agreeing runs feed the
-between-run estimate, so band and groups are recomputed until they settle (a few rounds at most).
+between-run estimate, so band and groups are found together: starting from the floor (every
+clear gap splits), the band is re-estimated from the groups and raised, and groups merge, until
+they settle. Starting narrow keeps a departing run from inflating the scatter of the runs it is
+measured against (it would mask itself); the prior keeps two runs that happen to agree closely
+from narrowing the band much.
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ FLOOR_BAND = 0.02
 """Relative differences at or below this are never findings."""
 SIGMA0 = math.log1p(DEFAULT_BAND) / K
 FLOOR = math.log1p(FLOOR_BAND)
-_MAX_ROUNDS = 6
 
 
 def noise_variance(ss: float, dof: float) -> float:
@@ -72,10 +75,16 @@ class Run:
     row_ids: list[int]
     locations: list[tuple[int, int]]
     """(file_id, file_row) per trial."""
+    mu: float = math.nan
+    """Mean of the log trials (computed when not given)."""
+    ss: float = math.nan
+    """Sum of squares of the log trials around their mean (computed when not given)."""
 
-    @property
-    def mu(self) -> float:
-        return sum(math.log(v) for v in self.trials) / len(self.trials)
+    def __post_init__(self) -> None:
+        if math.isnan(self.mu) or math.isnan(self.ss):
+            logs = [math.log(v) for v in self.trials]
+            self.mu = sum(logs) / len(logs)
+            self.ss = sum((x - self.mu) ** 2 for x in logs)
 
     @property
     def value(self) -> float:
@@ -117,9 +126,9 @@ class Noise:
 def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Noise:
     ss_w = 0.0
     dof_w = 0
-    for run, mu in zip(runs, mus, strict=True):
+    for run in runs:
         if len(run.trials) > 1:
-            ss_w += sum((math.log(v) - mu) ** 2 for v in run.trials)
+            ss_w += run.ss
             dof_w += len(run.trials) - 1
     ss_b = 0.0
     dof_b = 0
@@ -155,13 +164,14 @@ def cluster_runs(mus: list[float], band: float) -> list[list[int]]:
 def detect(runs: list[Run]) -> tuple[list[list[int]], Noise]:
     """Groups of agreeing runs and the noise band that separates them (see the module docstring)."""
     mus = [run.mu for run in runs]
-    noise = _noise(runs, mus, [])
-    groups = cluster_runs(mus, noise.band)
-    for _ in range(_MAX_ROUNDS):
-        new = _noise(runs, mus, groups)
-        regrouped = cluster_runs(mus, new.band)
-        settled = regrouped == groups
-        noise, groups = new, regrouped
-        if settled:
+    band = FLOOR
+    groups = cluster_runs(mus, band)
+    # The band only grows and groups only merge, so this settles within one round per merge.
+    for _ in range(len(runs) + 1):
+        noise = _noise(runs, mus, groups)
+        band = max(band, noise.band)
+        regrouped = cluster_runs(mus, band)
+        if regrouped == groups:
             break
-    return groups, noise
+        groups = regrouped
+    return groups, Noise(band, noise.source, noise.trial_dof, noise.run_dof)
