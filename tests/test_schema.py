@@ -124,3 +124,23 @@ def test_shipped_rows_validate_and_typos_do_not() -> None:
     messages = sorted(e.message for e in validator.iter_errors(bad))
     assert any("decode_toks" in m for m in messages)
     assert any("0 is less than or equal to the minimum of 0" in m for m in messages)
+
+
+def test_annotations_schema_accepts_the_documented_example_and_refuses_a_bad_status() -> None:
+    validator = jsonschema.Draft202012Validator(_load("annotations.schema.json"))
+    example = [
+        {
+            "recipe": "qwen3.6-35b-a3b-nvidia-nvfp4",
+            "metric": "decode_tok_s",
+            "setting": {"prompt_tokens": 2048, "concurrency": 1},
+            "date": "2026-07-06",
+            "status": "acknowledged",
+            "reason": "The venv was upgraded in place between the runs.",
+            "by": "a-curator",
+        }
+    ]
+    assert [e.message for e in validator.iter_errors(example)] == []
+    bad = [{**example[0], "status": "fixed", "setting": {"prompt": 2048}}]
+    messages = sorted(e.message for e in validator.iter_errors(bad))
+    assert any("'fixed' is not one of" in m for m in messages)
+    assert any("'prompt' was unexpected" in m for m in messages)
