@@ -131,8 +131,9 @@ class WatchFilter:
 class PendingChanges:
     """Changed paths recorded by the watcher thread, consumed in debounced batches by one loop."""
 
-    quiet: float = 0.02
-    """A batch is taken once no new change arrived for this long (seconds)."""
+    quiet: float = 0.01
+    """A batch is taken once no new change arrived for this long (seconds): an editor's save or a
+    checkout writes its files well within it, and a save must show within 50 ms."""
     max_delay: float = 1.0
     """…or once the first change of the batch is this old, so a steady stream still rebuilds."""
     clock: Callable[[], float] = time.monotonic
