@@ -141,6 +141,7 @@ def test_annotations_schema_accepts_the_documented_example_and_refuses_a_bad_sta
     ]
     assert [e.message for e in validator.iter_errors(example)] == []
     bad = [{**example[0], "status": "fixed", "setting": {"prompt": 2048}}]
-    messages = sorted(e.message for e in validator.iter_errors(bad))
+    errors = list(validator.iter_errors(bad))
+    messages = [e.message for e in errors] + [c.message for e in errors for c in e.context or []]
     assert any("'fixed' is not one of" in m for m in messages)
     assert any("'prompt' was unexpected" in m for m in messages)
