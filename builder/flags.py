@@ -2,7 +2,8 @@
 
 ``--a=1`` and ``--a 1`` are the same flag; so are ``--max_model_len`` and ``--max-model-len`` (vLLM
 accepts both spellings). A flag followed by another flag or by nothing is boolean; ``--no-x`` is
-``--x`` set to false. JSON values (``--speculative-config '{...}'``) compare by content, not spacing.
+``--x`` set to false, and ``--x true`` is ``--x``. JSON values (``--speculative-config '{...}'``)
+compare by content, not spacing; decimals by value (``0.70`` is ``0.7``). Quotes only group words.
 Order never matters.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 FlagValue = str | bool
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
+_DECIMAL = re.compile(r"-?\d+\.\d*")
 
 
 class FlagSyntaxError(ValueError):
@@ -39,13 +41,17 @@ def _normalise_name(raw: str) -> str:
     return raw[:dashes] + raw[dashes:].replace("_", "-")
 
 
-def _normalise_value(value: str) -> str:
+def _normalise_value(value: str) -> FlagValue:
     text = value.strip()
     if text[:1] in "{[":
         try:
             return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
         except ValueError:
             return value
+    if text.lower() in ("true", "false"):  # ``--x true`` is ``--x``
+        return text.lower() == "true"
+    if _DECIMAL.fullmatch(text):  # 0.70 is 0.7, 1.0 is 1
+        return text.rstrip("0").rstrip(".")
     return value
 
 

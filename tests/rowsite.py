@@ -34,6 +34,7 @@ COLUMNS = (
     "date",
     "recipe",
     "node",
+    "engine",
     "engine_version",
     "prompt_tokens",
     "concurrency",
