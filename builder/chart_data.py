@@ -8,6 +8,7 @@ every row and tells off-recipe rows apart.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -19,15 +20,15 @@ from builder.figures import (
     SERVE_PROPERTIES,
     SMALLER_IS_BETTER,
     STATUS_LABELS,
+    STATUS_ORDER,
     Row,
     Setting,
-    best_run_rows,
-    setting_of,
+    status_rank,
     why_text,
 )
 from builder.load import Site
 from builder.models import METRICS, Arm
-from builder.reconcile import MATCHES, Reconciliation
+from builder.reconcile import DIFFERS, MATCHES, Reconciliation, RowStatus
 
 HardwareName = Callable[[str], str]
 
@@ -43,18 +44,76 @@ def _basis(statuses: Iterable[str], unrecorded: Iterable[str]) -> str:
     return f"No row matches the recipe on every field; these rows agree with it on all they record but leave {missing} unrecorded."
 
 
-def prompt_chart(rows: list[Row], recon: Reconciliation, node_hw: dict[str, str]) -> Chart | None:
-    """Decode tok/s against prompt length, a line per concurrency (latest best run per setting)."""
-    groups: dict[Setting, list[Row]] = defaultdict(list)
+Annotated = list[tuple[Row, Setting, RowStatus]]
+"""A recipe's rows with their setting and status, worked out once for all its charts."""
+
+
+def annotate(rows: list[Row], recon: Reconciliation, node_hw: dict[str, str]) -> Annotated:
+    settings: dict[tuple[Any, ...], Setting] = {}
+    out = []
     for r in rows:
-        if r["decode_tok_s"] is not None and r["prompt_tokens"] is not None and not r["context_tokens"]:
-            groups[setting_of(r, node_hw)].append(r)
+        key = (r["node"], r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"])
+        setting = settings.get(key)
+        if setting is None:
+            setting = settings[key] = Setting(node_hw.get(r["node"], ""), key[1], key[2], key[3])
+        out.append((r, setting, recon.status(r["row_id"])))
+    return out
+
+
+def _best_run(items: list[tuple[Row, RowStatus]], metric: str) -> list[tuple[Row, RowStatus]]:
+    """The trials of the latest run among the best-ranked rows with ``metric`` (never off-recipe rows).
+
+    The same choice as :func:`builder.figures.pick_cell`, on rows whose statuses are already known.
+    """
+    ranks: dict[int, tuple[int, int]] = {}
+    ranked = []
+    for r, st in items:
+        if r[metric] is not None:
+            rank = ranks.get(id(st))
+            if rank is None:
+                rank = ranks[id(st)] = status_rank(st)
+            ranked.append((rank, r, st))
+    if not ranked:
+        return []
+    best = min(rank for rank, _, _ in ranked)
+    chosen = [(r, st) for rank, r, st in ranked if rank == best]
+    if chosen[0][1].status == DIFFERS:
+        return []
+    latest = max((r["date"], r["node"]) for r, _ in chosen)
+    return sorted(
+        ((r, st) for r, st in chosen if (r["date"], r["node"]) == latest), key=lambda x: x[0]["row_id"]
+    )
+
+
+def _by_setting(rows: Annotated, keep: Callable[[Row], bool]) -> dict[Setting, list[tuple[Row, RowStatus]]]:
+    # Keyed by identity first (annotate shares one Setting per distinct setting), which is cheaper
+    # than hashing the dataclass for every row.
+    by_id: dict[int, list[tuple[Row, RowStatus]]] = defaultdict(list)
+    settings: dict[int, Setting] = {}
+    for r, setting, status in rows:
+        if keep(r):
+            settings[id(setting)] = setting
+            by_id[id(setting)].append((r, status))
+    return {settings[k]: v for k, v in by_id.items()}
+
+
+def _measured_without_context(metric: str) -> Callable[[Row], bool]:
+    return lambda r: r[metric] is not None and not r["context_tokens"]
+
+
+def prompt_chart(rows: Annotated) -> Chart | None:
+    """Decode tok/s against prompt length, a line per concurrency (latest best run per setting)."""
+    groups = _by_setting(
+        rows,
+        lambda r: (
+            r["decode_tok_s"] is not None and r["prompt_tokens"] is not None and not r["context_tokens"]
+        ),
+    )
     values: list[dict[str, Any]] = []
     statuses: list[str] = []
     unrecorded: list[str] = []
     for setting in sorted(groups, key=lambda s: (s.concurrency, s.prompt_tokens or 0, s.hardware)):
-        for r in best_run_rows(groups[setting], "decode_tok_s", recon):
-            status = recon.status(r["row_id"])
+        for r, status in _best_run(groups[setting], "decode_tok_s"):
             statuses.append(status.status)
             unrecorded.extend(status.unrecorded)
             values.append(
@@ -90,22 +149,18 @@ def prompt_chart(rows: list[Row], recon: Reconciliation, node_hw: dict[str, str]
 _THROUGHPUT = (("aggregate_tok_s", "Aggregate"), ("decode_tok_s", "Per stream"))
 
 
-def concurrency_chart(rows: list[Row], recon: Reconciliation, node_hw: dict[str, str]) -> Chart | None:
+def concurrency_chart(rows: Annotated) -> Chart | None:
     """Aggregate and per-stream throughput against concurrency (latest best run per setting)."""
     values: list[dict[str, Any]] = []
     statuses: list[str] = []
     unrecorded: list[str] = []
     for metric, measure in _THROUGHPUT:
-        groups: dict[Setting, list[Row]] = defaultdict(list)
-        for r in rows:
-            if r[metric] is not None and not r["context_tokens"]:
-                groups[setting_of(r, node_hw)].append(r)
+        groups = _by_setting(rows, _measured_without_context(metric))
         for setting in sorted(groups, key=Setting.sort_key):
-            for r in best_run_rows(groups[setting], metric, recon):
-                status = recon.status(r["row_id"])
+            prompt = "not recorded" if setting.prompt_tokens is None else f"{setting.prompt_tokens:,} tokens"
+            for r, status in _best_run(groups[setting], metric):
                 statuses.append(status.status)
                 unrecorded.extend(status.unrecorded)
-                prompt = "not recorded" if r["prompt_tokens"] is None else f"{r['prompt_tokens']:,} tokens"
                 values.append(
                     {
                         "measure": measure,
@@ -182,6 +237,7 @@ HISTORY_COLUMNS = (
     Column("date", "Date"),
     Column("setting", "Setting"),
     Column("value", "Value", True),
+    Column("trials", "Rows", True),
     Column("status", "Row"),
     Column("note", "Off-recipe because / finding"),
     Column("node", "Node"),
@@ -189,26 +245,51 @@ HISTORY_COLUMNS = (
 )
 
 
-def history_chart(
-    metric: str, rows: list[Row], recon: Reconciliation, node_hw: dict[str, str], findings: list[Any]
-) -> Chart | None:
-    """Every row of one metric over time, a colour per setting; rings mark the runs of a finding."""
+def history_chart(metric: str, rows: Annotated, findings: list[Any]) -> Chart | None:
+    """Each run's figure for one metric over time (median of its trials), a colour per setting.
+
+    Runs are kept apart by status, so an off-recipe run never merges with a matching one on the same
+    day; rings mark the runs a finding compares.
+    """
+    # Grouped by object identity: settings and statuses are shared objects, and hashing them field
+    # by field for every row is what this step would otherwise spend its time on.
+    runs: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    objects: dict[int, Any] = {}
+    for r, setting, status in rows:
+        value = r[metric]
+        if value is not None:
+            objects[id(setting)] = setting
+            objects[id(status)] = status
+            runs[(id(setting), r["date"], r["node"], r["engine_version"], id(status))].append(value)
     values: list[dict[str, Any]] = []
+    labels: dict[int, str] = {}
+    whys: dict[int, str] = {}
+
+    def order(k: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (objects[k[0]].sort_key(), k[1], k[2], k[3], STATUS_ORDER[objects[k[4]].status])
+
     # Setting first: the legend lists settings in the order they first appear in the data.
-    for r in sorted(rows, key=lambda r: (setting_of(r, node_hw).sort_key(), r["date"], r["row_id"])):
-        if r[metric] is None:
-            continue
-        status = recon.status(r["row_id"])
+    for key in sorted(runs, key=order):
+        setting_id, date, node, engine_version, status_id = key
+        status = objects[status_id]
+        label = labels.get(setting_id)
+        if label is None:
+            label = labels[setting_id] = objects[setting_id].label()
+        why = whys.get(status_id)
+        if why is None:
+            why = whys[status_id] = why_text(status)
+        trials = runs[key]
         values.append(
             {
                 "layer": "row",
-                "date": r["date"].isoformat(),
-                "setting": setting_of(r, node_hw).label(),
-                "value": r[metric],
+                "date": date.isoformat(),
+                "setting": label,
+                "value": statistics.median(trials),
+                "trials": len(trials),
                 "status": STATUS_LABELS[status.status],
-                "note": why_text(status),
-                "node": r["node"],
-                "engine_version": r["engine_version"],
+                "note": why,
+                "node": node,
+                "engine_version": engine_version,
             }
         )
     marks = _finding_points(findings, metric)
@@ -219,9 +300,9 @@ def history_chart(
         Column(c.key, axis_title(metric), True) if c.key == "value" else c for c in HISTORY_COLUMNS
     )
     caption = (
-        f"Every row's {label.lower()} figure by run date, a colour per setting. Filled circles match the "
-        "recipe, squares leave something unrecorded, triangles differ from it; the line joins matching runs"
-        + (". Rings mark the runs a finding compares." if marks else ".")
+        f"Each run's {label.lower()} figure by date (the median of its trials), a colour per setting. "
+        "Filled circles match the recipe, squares leave something unrecorded, triangles differ from it; "
+        "the line joins matching runs" + (". Rings mark the runs a finding compares." if marks else ".")
     )
     return make_chart(
         HISTORY,
@@ -237,8 +318,9 @@ def history_chart(
 def recipe_charts(
     rows: list[Row], recon: Reconciliation, node_hw: dict[str, str], findings: list[Any]
 ) -> list[Chart]:
-    charts = [prompt_chart(rows, recon, node_hw), concurrency_chart(rows, recon, node_hw)]
-    charts += [history_chart(m, rows, recon, node_hw, findings) for m in METRICS]
+    annotated = annotate(rows, recon, node_hw)
+    charts = [prompt_chart(annotated), concurrency_chart(annotated)]
+    charts += [history_chart(m, annotated, findings) for m in METRICS]
     return [c for c in charts if c is not None]
 
 

@@ -246,6 +246,7 @@ def _history_chart(alt: Any, data: Any, quantity: str) -> Any:
                 alt.Tooltip("date:T", title="Date", format="%Y-%m-%d", formatType="utc"),
                 alt.Tooltip("setting:N", title="Setting"),
                 alt.Tooltip("value:Q", title=y_title, format=","),
+                alt.Tooltip("trials:Q", title="Rows (median of)"),
                 alt.Tooltip("status:N", title="Row"),
                 alt.Tooltip("note:N", title="Off-recipe because"),
                 alt.Tooltip("node:N", title="Node"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ QUANTITY_LABELS: dict[str, tuple[str, str]] = {
 SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER | {"weights_gib"}
 """Quantities where the smaller figure is the better one (latency; memory taken by weights)."""
 
-_STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
+STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
 
 
 @dataclass(frozen=True, order=True)
@@ -95,7 +95,7 @@ def setting_of(row: Row, node_hardware: dict[str, str]) -> Setting:
 
 def status_rank(status: RowStatus) -> tuple[int, int]:
     """Lower is better: matching rows, then rows that leave fewer fields unrecorded, then off-recipe rows."""
-    return (_STATUS_ORDER.get(status.status, 3), len(status.unrecorded) + len(status.differences))
+    return (STATUS_ORDER.get(status.status, 3), len(status.unrecorded) + len(status.differences))
 
 
 def why_text(status: RowStatus) -> str:
@@ -140,7 +140,7 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
     if not candidates:
         return None
     best = min(rank for rank, _ in candidates)
-    if best[0] >= _STATUS_ORDER[DIFFERS] and not allow_differs:
+    if best[0] >= STATUS_ORDER[DIFFERS] and not allow_differs:
         return None
     ranked = [r for rank, r in candidates if rank == best]
     latest = max((r["date"], r["node"]) for r in ranked)
@@ -160,12 +160,3 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
         row_ids=tuple(r["row_id"] for r in run),
         varied=len(set(values)) > 1,
     )
-
-
-def best_run_rows(rows: Sequence[Row], metric: str, recon: Reconciliation) -> list[Row]:
-    """The rows behind :func:`pick_cell` without off-recipe rows: each trial of the chosen run."""
-    cell = pick_cell(rows, metric, recon, allow_differs=False)
-    if cell is None:
-        return []
-    ids = set(cell.row_ids)
-    return [r for r in rows if r["row_id"] in ids]

@@ -313,8 +313,8 @@ def test_history_table_names_the_off_recipe_reason(hostile_build: Path) -> None:
     table = soup.select_one("#chart-history-decode_tok_s table")
     assert table is not None
     rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
-    off = [r for r in rows if r[3] == "differs from recipe"]
-    assert len(off) == 1 and "--served-model-name" in off[0][4] and HOSTILE in off[0][4]
+    off = [r for r in rows if r[4] == "differs from recipe"]
+    assert len(off) == 1 and "--served-model-name" in off[0][5] and HOSTILE in off[0][5]
 
 
 def test_output_is_deterministic(hostile_build: Path, tmp_path: Path) -> None:
