@@ -41,7 +41,9 @@ class LocatedAnnotation:
     line: int
 
     def as_json(self) -> dict[str, Any]:
-        data = self.entry.model_dump(mode="json", exclude_none=True)
+        data = self.entry.model_dump(mode="json")
+        if self.entry.setting is not None:
+            data["setting"] = self.entry.setting.model_dump(mode="json", exclude_none=True)
         data["path"] = self.path
         data["line"] = self.line
         return data

@@ -1,0 +1,97 @@
+"""``check`` reports findings (json, text, github) and ``--strict`` fails on unannotated ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from builder.cli import main
+from tests.conftest import MakeSite
+from tests.rowsite import history, run, site_files
+
+ROWS = history(run("2026-01-01", 100.0), run("2026-02-01", 101.0), run("2026-03-01", 70.0))
+ANNOTATION = "- recipe: tiny\n  status: acknowledged\n  reason: Known; a synthetic test annotation.\n"
+
+
+@pytest.mark.parametrize(
+    ("rows", "annotations", "strict", "code"),
+    [
+        (ROWS, None, False, 0),  # findings alone never fail check
+        (ROWS, None, True, 1),  # --strict: an unannotated finding fails
+        (ROWS, ANNOTATION, True, 0),  # ...an annotated one does not
+        (run("2026-01-01", 100.0), None, True, 0),  # no finding at all
+    ],
+)
+def test_exit_codes(
+    make_site: MakeSite,
+    capsys: pytest.CaptureFixture[str],
+    rows: list[dict[str, object]],
+    annotations: str | None,
+    strict: bool,
+    code: int,
+) -> None:
+    root = make_site(site_files(rows, **{"data/annotations.yaml": annotations}))
+    argv = ["check", "--root", str(root), "--format", "json"] + (["--strict"] if strict else [])
+    assert main(argv) == code
+    report = json.loads(capsys.readouterr().out)
+    assert report["errors"] == []
+    assert len(report["findings"]) == (1 if rows is ROWS else 0)
+    assert report["stats"]["findings_open"] == (1 if rows is ROWS and annotations is None else 0)
+
+
+def test_errors_still_exit_1_without_strict(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_site(
+        site_files(
+            ROWS,
+            **{
+                "data/annotations.yaml": "- recipe: tiny\n  metric: itl_ms\n  status: acknowledged\n  reason: x\n"
+            },
+        )
+    )
+    assert main(["check", "--root", str(root), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert [e["line"] for e in report["errors"]] == [1]
+    assert len(report["findings"]) == 1  # still reported alongside the error
+
+
+def test_json_findings_follow_the_contract(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_site(site_files(ROWS, **{"data/annotations.yaml": ANNOTATION}))
+    assert main(["check", "--root", str(root), "--format", "json"]) == 0
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert {
+        "kind",
+        "recipe",
+        "metric",
+        "setting",
+        "runs",
+        "change",
+        "explained_by",
+        "ruled_out",
+        "annotation",
+    } <= set(finding)
+    assert finding["kind"] == "non_reproducing"
+    assert finding["annotation"]["reason"] == "Known; a synthetic test annotation."
+    assert finding["annotation"]["line"] == 1
+
+
+def test_text_lists_each_finding_at_its_row(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_site(site_files(ROWS))
+    assert main(["check", "--root", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(
+        "data/rows/tiny/synthetic.csv:4: finding (tiny): decode_tok_s does not reproduce"
+    )
+    assert "Unexplained by the recorded metadata." in lines[0]
+    assert lines[-1].endswith("1 findings")
+
+
+def test_github_annotations_point_at_the_departing_row(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site(site_files(ROWS))
+    assert main(["check", "--root", str(root), "--format", "github"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(
+        "::notice file=data/rows/tiny/synthetic.csv,line=4,title=non-reproducing decode_tok_s::"
+    )

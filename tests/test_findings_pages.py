@@ -1,0 +1,145 @@
+"""Findings on the built site: recipe banner, marked rows, /findings/, its Atom feed, index count."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.config import load_config
+from builder.pipeline import build, load_and_reconcile
+from builder.render import make_context, render_recipe
+from tests.conftest import REPO, MakeSite
+from tests.rowsite import history, run, site_files
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+ROWS = history(
+    run("2026-01-01", 100.0),
+    run("2026-02-01", 101.0),
+    run("2026-03-01", 70.0, flags="--max-model-len 8192 --kv-cache-dtype fp8"),
+)
+
+
+def _build(
+    make_site: MakeSite, tmp_path: Path, rows: list[dict[str, object]] = ROWS, **extra: str | None
+) -> Path:
+    out = tmp_path / "out"
+    build(load_config(make_site(site_files(rows, **extra)), out))
+    return out
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path) -> None:
+    page = _soup(_build(make_site, tmp_path) / "recipes/tiny/index.html")
+    [banner] = page.select("section.findings .banner")
+    text = banner.get_text(" ", strip=True)
+    assert "Decode does not reproduce" in text
+    values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
+    assert values[0].startswith("100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(" ,", ",")
+    assert values[1].startswith("70 ") and "2026-03-01" in values[1]
+    assert "2,048-token prompt, context 0, concurrency 1" in text
+    assert banner.select_one(".badge.bad").get_text(strip=True) == "-30.3% · worse"
+    explained = [li.get_text(" ", strip=True) for li in banner.select(".finding-explanation li")]
+    assert explained == ["--max-model-len : 4096 vs 8192"]
+    # The three runs' rows are marked in the results table, and only those.
+    marked = {tr["id"] for tr in page.select("table.rows tr.in-finding")}
+    links = {a["href"].lstrip("#") for a in banner.select(".finding-runs a")}
+    assert marked == links and len(marked) == 3
+    # The off-recipe row is shown with its difference.
+    off = [tr for tr in page.select("table.rows tbody tr") if tr.select_one("ul.diffs")]
+    assert [li.get_text(" ", strip=True) for tr in off for li in tr.select("ul.diffs li")] == [
+        "--max-model-len : 8192 (recipe: 4096)"
+    ]
+
+
+def test_no_banner_without_findings(make_site: MakeSite, tmp_path: Path) -> None:
+    out = _build(make_site, tmp_path, run("2026-01-01", 100.0))
+    assert _soup(out / "recipes/tiny/index.html").select("section.findings") == []
+    assert "no open findings" in _soup(out / "index.html").select_one("header.page-head p.muted").get_text(
+        " "
+    )
+
+
+def test_annotated_finding_shows_the_curators_reason(make_site: MakeSite, tmp_path: Path) -> None:
+    note = (
+        "- recipe: tiny\n  status: upstream_issue\n  reason: \"<script>alert('x')</script> Scheduler bug.\"\n"
+        "  link: https://example.org/issues/7\n  by: '@curator'\n"
+    )
+    out = _build(make_site, tmp_path, **{"data/annotations.yaml": note})
+    page = _soup(out / "recipes/tiny/index.html")
+    assert page.select("section.findings .banner") == []  # no longer an open banner
+    [box] = page.select("section.findings .notice.finding")
+    annotation = box.select_one(".finding-annotation")
+    assert annotation.select_one(".badge").get_text(strip=True) == "Known upstream issue"
+    assert "<script>alert('x')</script> Scheduler bug." in annotation.get_text()
+    assert not [s for s in page.select("script") if s.get_text().strip() == "alert('x')"]  # text, not code
+    link = annotation.select_one("a")
+    assert link["href"] == "https://example.org/issues/7" and "nofollow" in link["rel"]
+    index = _soup(out / "index.html").select_one("header.page-head p.muted").get_text(" ", strip=True)
+    assert "no open findings" in index and "(1 annotated)" in index
+
+
+def test_findings_page_and_index_count(make_site: MakeSite, tmp_path: Path) -> None:
+    out = _build(make_site, tmp_path)
+    page = _soup(out / "findings/index.html")
+    [item] = page.select("section[aria-labelledby=open-h] article.finding")
+    link = item.select_one("h3 a")
+    assert link.get_text(strip=True) == "Tiny model on a test GPU"
+    assert link["href"] == f"../recipes/tiny/#{item['id']}"
+    feeds = [
+        link["href"] for link in page.select("link[rel=alternate]") if "Findings" in link.get("title", "")
+    ]
+    assert feeds == ["../findings/feed.xml"]
+    assert [a["href"] for a in page.select("nav a") if a.get_text() == "Findings"] == ["../findings/"]
+    index = _soup(out / "index.html").select_one("header.page-head p.muted")
+    assert "1 open finding of non-reproduction" in index.get_text(" ", strip=True)
+
+
+def test_feed_is_atom_dated_from_the_rows(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _build(make_site, tmp_path)
+    data = (out / "findings/feed.xml").read_bytes()
+    feed = ET.fromstring(data)
+    assert feed.tag == f"{ATOM}feed"
+    assert feed.findtext(f"{ATOM}updated") == "2026-03-01T00:00:00Z"
+    [entry] = feed.findall(f"{ATOM}entry")
+    assert entry.findtext(f"{ATOM}updated") == "2026-03-01T00:00:00Z"
+    assert entry.findtext(f"{ATOM}id").startswith("https://example.org/findings/#finding-tiny-decode_tok_s-")
+    assert entry.find(f"{ATOM}link").get("href").startswith("https://example.org/recipes/tiny/#finding-")
+    assert "Differs between the runs: --max-model-len (4096 vs 8192)." in entry.findtext(f"{ATOM}summary")
+    # No clock: another build at another "now" writes the same bytes.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "2000000000")
+    again = tmp_path / "again"
+    build(load_config(out.parent / "site-root", again))
+    assert (again / "findings/feed.xml").read_bytes() == data
+
+
+def test_feed_without_findings_is_valid(make_site: MakeSite, tmp_path: Path) -> None:
+    out = _build(make_site, tmp_path, run("2026-01-05", 100.0))
+    feed = ET.fromstring((out / "findings/feed.xml").read_bytes())
+    assert feed.findall(f"{ATOM}entry") == []
+    assert feed.findtext(f"{ATOM}updated") == "2026-01-05T00:00:00Z"
+
+
+def test_shipped_nvfp4_recipe_page_shows_the_banner() -> None:
+    loaded = load_and_reconcile(load_config(REPO))
+    assert loaded.recon is not None and not loaded.problems.errors
+    html = render_recipe(make_context(loaded.site, loaded.recon), "qwen3.6-35b-a3b-nvidia-nvfp4")
+    page = BeautifulSoup(html, "html.parser")
+    banners = [
+        b for b in page.select("section.findings .banner") if "Decode" in b.select_one("h3").get_text()
+    ]
+    [banner] = banners
+    text = banner.get_text(" ", strip=True)
+    assert "76.8" in text and "42.55" in text
+    assert "2026-07-06" in text and "2026-07-27" in text
+    assert "Unexplained by the recorded metadata." in text
+    [ruled] = banner.select(".finding-explanation li")
+    assert ruled.select_one("code").get_text() == "--max-model-len"
+    assert len(page.select("table.rows tr.in-finding")) == 3
