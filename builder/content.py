@@ -112,20 +112,29 @@ def _inline_text(token: Token) -> str:
 class Markdown:
     """The one markdown parser of a build, with a digest-keyed cache of rendered bodies."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache: dict[str, RenderedBody] | None = None) -> None:
+        """``cache`` (digest → rendered body) may come from an earlier build: it is keyed by content."""
         self._md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
             ["table", "strikethrough"]
         )
-        self._cache: dict[str, RenderedBody] = {}
+        self._cache: dict[str, RenderedBody] = {} if cache is None else cache
+        self.used: set[str] = set()
+        """Keys rendered or looked up by this build, so a kept cache can drop the rest."""
 
     def render(self, body: str, *, faq: bool = False) -> RenderedBody:
         key = hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
+        self.used.add(key)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         result = self._render(body, faq)
         self._cache[key] = result
         return result
+
+    @property
+    def cache(self) -> dict[str, RenderedBody]:
+        """Rendered bodies by digest of (mode, source)."""
+        return self._cache
 
     def _render(self, body: str, faq: bool) -> RenderedBody:
         tokens = self._md.parse(body)

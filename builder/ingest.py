@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from builder.errors import Problems
 from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
-from builder.rows import ParsedFile
+from builder.rows import STRING_SCHEMA_FIELDS, ParsedFile
 
 _INT_RE = r"^[0-9]+$"
 _FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
@@ -201,6 +201,29 @@ def ingest_rows(
     problems: Problems,
 ) -> pa.Table:
     """Validate ``raw``; register and return the typed ``rows`` table of the rows that passed."""
+    typed = validate_rows(con, parsed, raw, recipes, nodes, problems)
+    # The typed Arrow table is queried in place (no copy into DuckDB's storage); exports copy it.
+    con.register("rows", typed)
+    return typed
+
+
+def empty_typed_table() -> pa.Table:
+    """The ``rows`` table of a site without rows."""
+    names = [*(f.name for f in STRING_SCHEMA_FIELDS)]
+    raw = pa.table({name: pa.array([], pa.string()) for name in names})
+    raw = raw.append_column("_file", pa.array([], pa.int32())).append_column("_row", pa.array([], pa.int32()))
+    return _typed_table(raw)
+
+
+def validate_rows(
+    con: duckdb.DuckDBPyConnection,
+    parsed: Sequence[ParsedFile],
+    raw: pa.Table,
+    recipes: Sequence[str],
+    nodes: Sequence[str],
+    problems: Problems,
+) -> pa.Table:
+    """Check every cell of ``raw`` in one SQL pass; return the typed rows that passed, in order."""
     con.register("raw", raw)
     con.register("_recipes", pa.table({"slug": pa.array(list(recipes), pa.string())}))
     con.register("_nodes", pa.table({"id": pa.array(list(nodes), pa.string())}))
@@ -222,7 +245,4 @@ def ingest_rows(
             for f, r in zip(raw.column("_file").to_pylist(), raw.column("_row").to_pylist(), strict=True)
         ]
         raw = raw.filter(pa.array(keep))
-    typed = _typed_table(raw)
-    # The typed Arrow table is queried in place (no copy into DuckDB's storage); exports copy it.
-    con.register("rows", typed)
-    return typed
+    return _typed_table(raw)

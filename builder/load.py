@@ -7,10 +7,11 @@ whether to abort (``build``) or to report (``check``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -31,6 +32,9 @@ from builder.models import (
 )
 from builder.rows import ParsedFile, RowFile, discover_row_files, parse_row_files
 from builder.yamlio import YamlProblem, load_yaml
+
+if TYPE_CHECKING:
+    from builder.loadcache import LoadCache
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -128,7 +132,9 @@ def _load_yaml_mapping(
         if known is not None:
             known.add(key_s)
         if not SLUG_RE.match(key_s):
-            problems.error(rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'")
+            problems.error(
+                rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'"
+            )
             continue
         try:
             out[key_s] = model.model_validate(value)
@@ -144,10 +150,15 @@ def _load_pages(
     folder: str,
     model: type[M],
     problems: Problems,
-    make: Callable[[str, Document, M], Page[M]],
+    make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
     known: set[str] | None = None,
+    cache: LoadCache | None = None,
 ) -> dict[str, Page[M]]:
-    """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not."""
+    """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not.
+
+    ``make(problems)`` gives the function that turns a validated document into its page. With a
+    ``cache``, a file whose bytes are unchanged is not parsed again: its page and problems return.
+    """
     directory = root / "content" / folder
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
@@ -158,28 +169,54 @@ def _load_pages(
         if known is not None:
             known.add(slug)
         if not SLUG_RE.match(slug):
-            problems.error(rel, None, f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')")
+            problems.error(
+                rel,
+                None,
+                f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
+            )
             continue
-        try:
-            doc = split_document(rel, path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            problems.error(rel, None, "not valid UTF-8")
-            continue
-        except BuilderError as exc:
-            problems.add(exc)
-            continue
-        for dup in doc.front.duplicates:
-            problems.error(rel, dup.line, dup.message)
-        try:
-            meta = model.model_validate(doc.front.value)
-        except ValidationError as exc:
-            pydantic_problems(exc, rel, doc.line_of, problems)
-            continue
-        pages[slug] = make(slug, doc, meta)
+        data = path.read_bytes()
+        if cache is None:
+            page = _load_page(rel, slug, data, model, problems, make=make)
+        else:
+            entry = cache.page(rel, data, functools.partial(_load_page, rel, slug, data, model, make=make))
+            page = entry.page
+            problems.errors.extend(entry.errors)
+        if page is not None:
+            pages[slug] = page
     for path in sorted(directory.rglob("*")):
         if path.is_file() and path.suffix != ".md":
             problems.warn(path.relative_to(root).as_posix(), None, "ignored: content files end in .md")
     return pages
+
+
+def _load_page(
+    rel: str,
+    slug: str,
+    data: bytes,
+    model: type[M],
+    problems: Problems,
+    *,
+    make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
+) -> Page[M] | None:
+    try:
+        # Universal newlines, as reading in text mode gives.
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        doc = split_document(rel, text)
+    except UnicodeDecodeError:
+        problems.error(rel, None, "not valid UTF-8")
+        return None
+    except BuilderError as exc:
+        problems.add(exc)
+        return None
+    for dup in doc.front.duplicates:
+        problems.error(rel, dup.line, dup.message)
+    try:
+        meta = model.model_validate(doc.front.value)
+    except ValidationError as exc:
+        pydantic_problems(exc, rel, doc.line_of, problems)
+        return None
+    return make(problems)(slug, doc, meta)
 
 
 def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
@@ -192,6 +229,11 @@ def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Re
         return Recipe(slug, doc, meta, flags)
 
     return make
+
+
+def _plain_page(problems: Problems) -> Callable[[str, Document, Any], Page[Any]]:
+    del problems
+    return Page
 
 
 def _check_references(site: Site, problems: Problems) -> None:
@@ -207,7 +249,9 @@ def _check_references(site: Site, problems: Problems) -> None:
         for node_id, node in site.nodes.items():
             if node.hardware not in site.hardware:
                 problems.error(
-                    "data/nodes.yaml", None, f"'{node_id}': unknown hardware '{node.hardware}' (not in data/hardware.yaml)"
+                    "data/nodes.yaml",
+                    None,
+                    f"'{node_id}': unknown hardware '{node.hardware}' (not in data/hardware.yaml)",
                 )
     for case in site.case_studies.values():
         for index, arm in enumerate(case.meta.arms):
@@ -219,16 +263,27 @@ def _check_references(site: Site, problems: Problems) -> None:
                 )
 
 
-def _check_row_strings(site: Site, problems: Problems) -> None:
-    """Flags and env of rows must parse; each distinct string is parsed once."""
+def _check_row_strings(
+    site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
+) -> None:
+    """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever with ``memo``)."""
+    memo = {} if memo is None else memo
     for column, parse in (("flags", flag_map), ("env", parse_env)):
-        distinct = site.con.execute(f"SELECT DISTINCT {column} FROM rows WHERE {column} IS NOT NULL").fetchall()
+        distinct = site.con.execute(
+            f"SELECT DISTINCT {column} FROM rows WHERE {column} IS NOT NULL"
+        ).fetchall()
         bad: dict[str, str] = {}
         for (value,) in distinct:
-            try:
-                parse(value)
-            except FlagSyntaxError as exc:
-                bad[value] = str(exc)
+            key = (column, value)
+            if key not in memo:
+                try:
+                    parse(value)
+                    memo[key] = None
+                except FlagSyntaxError as exc:
+                    memo[key] = str(exc)
+            error = memo[key]
+            if error is not None:
+                bad[value] = error
         if not bad:
             continue
         hits = site.con.execute(
@@ -240,8 +295,18 @@ def _check_row_strings(site: Site, problems: Problems) -> None:
             problems.error(parsed.source.rel, parsed.line_of(file_row), f"{column}: {bad[value]}")
 
 
-def load_site(config: SiteConfig, problems: Problems, *, extra_row_files: list[RowFile] | None = None) -> Site:
-    """Load and validate the whole site; every problem goes into ``problems``."""
+def load_site(
+    config: SiteConfig,
+    problems: Problems,
+    *,
+    extra_row_files: list[RowFile] | None = None,
+    cache: LoadCache | None = None,
+) -> Site:
+    """Load and validate the whole site; every problem goes into ``problems``.
+
+    ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
+    the site and the problems are the same either way.
+    """
     root = config.root
     # Ids of entries that failed validation still count as known, so that one bad entry is reported
     # once rather than again on every row that references it.
@@ -254,17 +319,23 @@ def load_site(config: SiteConfig, problems: Problems, *, extra_row_files: list[R
         root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
     )
     recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
-        root, "recipes", RecipeMeta, problems, _make_recipe(problems), known=recipe_slugs
+        root, "recipes", RecipeMeta, problems, _make_recipe, known=recipe_slugs, cache=cache
     )
-    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, Page)
-    posts = _load_pages(root, "posts", PostMeta, problems, Page)
+    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache)
+    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache)
     files = discover_row_files(root) + list(extra_row_files or [])
-    parsed, raw = parse_row_files(files, problems)
     con = duckdb.connect()
-    rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
+    if cache is None:
+        parsed, raw = parse_row_files(files, problems)
+        rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
+    else:
+        from builder.loadcache import load_rows
+
+        parsed, rows = load_rows(files, con, recipe_slugs, node_ids, problems, cache.rows)
+        con.register("rows", rows)
     site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
     _check_references(site, problems)
-    _check_row_strings(site, problems)
+    _check_row_strings(site, problems, cache.parsed_strings if cache is not None else None)
     return site
 
 

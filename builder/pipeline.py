@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from builder.annotations import load_annotations
 from builder.config import SiteConfig
 from builder.errors import BuildAborted, Problem, Problems
 from builder.load import Site, load_site
-from builder.output import publish
 from builder.reconcile import Reconciliation, reconcile_rows
-from builder.render import make_context, render_site
+from builder.render import RenderContext
 from builder.search import search_files
 from builder.toolkit import reader_files
+
+if TYPE_CHECKING:
+    from builder.loadcache import LoadCache
 
 
 @dataclass
@@ -46,16 +48,23 @@ class Loaded:
     recon: Reconciliation | None
 
 
-def load_and_reconcile(config: SiteConfig, timings: Timings | None = None) -> Loaded:
-    """Load and validate everything; reconcile only when the input is valid."""
+def load_and_reconcile(
+    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
+) -> Loaded:
+    """Load and validate everything; reconcile only when the input is valid.
+
+    ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.loadcache`).
+    """
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems))
+    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
     annotations = load_annotations(config.root, site.recipes, problems)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
     recon = (
-        None if problems else timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems))
+        None
+        if problems
+        else timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems))
     )
     return Loaded(site, problems, recon)
 
@@ -68,19 +77,32 @@ class BuildResult:
     timings: Timings
 
 
-def build(config: SiteConfig) -> BuildResult:
-    """Build the site into ``config.out``; raise :class:`BuildAborted` leaving the old site untouched."""
-    timings = Timings()
-    loaded = load_and_reconcile(config, timings)
-    loaded.problems.raise_if_any()
-    assert loaded.recon is not None
-    site = loaded.site
-    ctx = timings.measure("prepare", lambda: make_context(site, loaded.recon))  # type: ignore[arg-type]
-    files = timings.measure("render", lambda: render_site(ctx))
-    files.update(timings.measure("data", lambda: reader_files(site, ctx.recon, ctx.markdown, files)))
-    files.update(timings.measure("search", lambda: search_files(site, ctx.markdown, files)))
-    timings.measure("write", lambda: publish(files, config.out, config.root))
-    return BuildResult(len(files), site.rows.num_rows, loaded.problems.warnings, timings)
+Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
+
+
+def output_stages(site: Site, ctx: RenderContext) -> list[tuple[str, Stage]]:
+    """Producers of output files that read the rendered pages, in order, after the page jobs.
+
+    Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
+    a producer here, not in :func:`build`, so incremental builds run it too.
+    """
+    return [
+        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files)),
+        ("search", lambda files: search_files(site, ctx.markdown, files)),
+    ]
+
+
+def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:
+    """Build the site into ``config.out``; raise :class:`BuildAborted` leaving the old site untouched.
+
+    The build is incremental (:mod:`builder.incremental`): with ``cache`` it reuses and keeps its
+    record in ``<root>/.cache/builder/``; the output is the same bytes either way.
+    """
+    from builder.incremental import IncrementalBuilder
+
+    report = IncrementalBuilder(config, persist=cache, workers=workers).run(None)
+    timings = Timings(dict(report.seconds))
+    return BuildResult(report.files, report.rows, report.warnings, timings)
 
 
 def abort(problems: Problems) -> BuildAborted:

@@ -2,23 +2,86 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="output folder (default: <root>/site)")
     parser.add_argument("--verbose", action="store_true", help="print a one-line timing summary per stage")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="build from scratch: ignore the build cache in <root>/.cache/builder and keep none",
+    )
+    parser.add_argument(
+        "--jobs", type=int, metavar="N", help="render with N processes (default: one per core for big builds)"
+    )
+
+
+class _ProgressBar:
+    """A rich progress bar on a terminal, shown only once a stage has enough work to wait for."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._tasks: dict[str, Any] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self._progress is None:
+            if total < 200:
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=True,
+            )
+            self._progress.start()
+        if stage not in self._tasks:
+            self._tasks[stage] = self._progress.add_task(stage, total=total)
+        self._progress.update(self._tasks[stage], completed=done, total=total)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _print(files: int, rows: int, out: str, warnings: list[Any], summary: str | None) -> None:
+    from builder.commands.report import format_text
+
+    if warnings:
+        print(format_text((), warnings), file=sys.stderr)
+    print(f"built {files} files from {rows} rows into {out}")
+    if summary is not None:
+        print(summary)
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.commands.report import format_text
+    from pathlib import Path
+
+    if not args.no_cache:
+        # Nothing changed? Then nothing heavy is even imported.
+        from builder.incremental import quick_noop
+
+        quick = quick_noop(args.root, args.out)
+        if quick is not None:
+            out = Path(args.out).resolve() if args.out else Path(args.root).resolve() / "site"
+            _print(quick.files, quick.rows, str(out), quick.warnings, quick.summary() if args.verbose else None)
+            return 0
+
     from builder.config import load_config
-    from builder.pipeline import build
+    from builder.incremental import IncrementalBuilder
 
     config = load_config(args.root, args.out, verbose=args.verbose)
-    result = build(config)
-    if result.warnings:
-        print(format_text((), result.warnings), file=sys.stderr)
-    print(f"built {result.files} files from {result.rows} rows into {config.out}")
-    if args.verbose:
-        print(result.timings.summary())
+    bar = _ProgressBar() if sys.stderr.isatty() else None
+    try:
+        report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(None)
+    finally:
+        if bar is not None:
+            bar.close()
+    if report.cache_note and args.verbose:
+        print(report.cache_note, file=sys.stderr)
+    _print(report.files, report.rows, str(config.out), report.warnings, report.summary() if args.verbose else None)
     return 0

@@ -1,0 +1,215 @@
+"""What loading one file produced, kept across builds and keyed by the file's content hash.
+
+A content file's parse (front matter, model, problems) depends only on its bytes and path. A row
+file's validated rows depend on its bytes and on whether the recipes and nodes it names exist, so
+they are keyed by both. A build that changes one file re-parses and re-validates that file only; the
+rows of every other file come back from the typed table of the previous build, and the result —
+rows, their order, ``row_id``, ``file_id``, every problem — is what a clean load produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from builder.errors import Problem, Problems
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from builder.rows import ParsedFile, RowFile
+
+
+@dataclass
+class PageEntry:
+    """A content file as loaded: its page (None when invalid) and the problems it produced."""
+
+    page: Any
+    errors: list[Problem]
+    front_digest: bytes
+    """Hash of the front matter alone: listing pages depend on it, not on the body."""
+
+
+Context = tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]]
+
+
+@dataclass
+class RowEntry:
+    """One row file as loaded."""
+
+    digest: bytes
+    kind: str
+    recipes: tuple[str, ...]
+    """Distinct ``recipe`` cells of the file (valid or not)."""
+    nodes: tuple[str, ...]
+    context: Context
+    """Whether each of those recipes and nodes existed when the file was validated."""
+    ragged: bool
+    reported: frozenset[tuple[int, str]]
+    errors: list[Problem]
+    rows: int
+    """Valid rows the file contributed (their typed rows are in :attr:`RowCache.typed`)."""
+
+
+@dataclass
+class RowCache:
+    entries: dict[str, RowEntry] = field(default_factory=dict)
+    """By file path, in the order of :attr:`typed`."""
+    typed: pa.Table | None = None
+    """Every valid row of every entry, in entry order, as the ``rows`` table holds them."""
+
+    def slices(self) -> dict[str, pa.Table]:
+        out: dict[str, pa.Table] = {}
+        if self.typed is None:
+            return out
+        offset = 0
+        for rel, entry in self.entries.items():
+            out[rel] = self.typed.slice(offset, entry.rows)
+            offset += entry.rows
+        return out
+
+
+@dataclass
+class LoadCache:
+    """Everything the load stage can reuse; owned by :class:`~builder.incremental.IncrementalBuilder`."""
+
+    pages: dict[tuple[str, bytes], PageEntry] = field(default_factory=dict)
+    rows: RowCache = field(default_factory=RowCache)
+    parsed_strings: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    """(column, flags or env string) → parse error or None."""
+    used_pages: set[tuple[str, bytes]] = field(default_factory=set)
+
+    def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
+        """The cached load of a content file, or ``load(problems)`` run now and remembered."""
+        from builder.inputs import digest_bytes
+
+        key = (rel, digest_bytes(data))
+        self.used_pages.add(key)
+        entry = self.pages.get(key)
+        if entry is None:
+            local = Problems()
+            page = load(local)
+            entry = PageEntry(page, local.errors, digest_bytes(_front_matter(data)))
+            self.pages[key] = entry
+        return entry
+
+    def prune(self) -> None:
+        """Forget pages no longer in the site, so the cache does not grow without bound."""
+        self.pages = {k: v for k, v in self.pages.items() if k in self.used_pages}
+        self.used_pages = set()
+
+
+def _front_matter(data: bytes) -> bytes:
+    """The bytes up to the line closing the front matter (all of them when it is not closed)."""
+    end = data.find(b"\n---", 3)
+    return data if end < 0 else data[: end + 4]
+
+
+def _context(
+    recipes: Sequence[str], nodes: Sequence[str], known_recipes: set[str], known_nodes: set[str]
+) -> Context:
+    return (
+        tuple((r, r in known_recipes) for r in recipes),
+        tuple((n, n in known_nodes) for n in nodes),
+    )
+
+
+def load_rows(
+    files: list[RowFile],
+    con: duckdb.DuckDBPyConnection,
+    known_recipes: set[str],
+    known_nodes: set[str],
+    problems: Problems,
+    cache: RowCache,
+) -> tuple[list[ParsedFile], pa.Table]:
+    """Parse and validate the files that changed, reuse the rest; return what a clean load returns."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from builder.ingest import validate_rows
+    from builder.inputs import digest_bytes
+    from builder.rows import ParsedFile, parse_row_files
+
+    old_slices = cache.slices()
+    parsed: list[ParsedFile | None] = [None] * len(files)
+    tables: list[pa.Table | None] = [None] * len(files)
+    entries: dict[str, RowEntry] = {}
+    fresh: list[int] = []
+    digests = [digest_bytes(f.data) for f in files]
+    for index, source in enumerate(files):
+        entry = cache.entries.get(source.rel)
+        if (
+            entry is not None
+            and entry.digest == digests[index]
+            and entry.kind == source.kind
+            and entry.context == _context(entry.recipes, entry.nodes, known_recipes, known_nodes)
+            and source.rel in old_slices
+        ):
+            item = ParsedFile(source, None, ragged=entry.ragged)
+            item.reported = set(entry.reported)
+            parsed[index] = item
+            tables[index] = old_slices[source.rel]
+            entries[source.rel] = entry
+            problems.errors.extend(entry.errors)
+        else:
+            fresh.append(index)
+
+    if fresh:
+        local = Problems()
+        fresh_parsed, raw = parse_row_files([files[i] for i in fresh], local)
+        typed = validate_rows(con, fresh_parsed, raw, sorted(known_recipes), sorted(known_nodes), local)
+        by_path: dict[str, list[Problem]] = {}
+        for problem in local.errors:
+            by_path.setdefault(problem.path, []).append(problem)
+        problems.errors.extend(local.errors)
+        problems.warnings.extend(local.warnings)
+        file_ids = typed.column("file_id").to_numpy()
+        raw_file = raw.column("_file").to_numpy() if raw.num_rows else np.zeros(0, dtype=np.int32)
+        raw_recipe = raw.column("recipe")
+        raw_node = raw.column("node")
+        # Rows of one file are contiguous in both tables (files in order, rows in file order).
+        raw_starts = np.searchsorted(raw_file, np.arange(len(fresh) + 1))
+        typed_starts = np.searchsorted(file_ids, np.arange(len(fresh) + 1))
+        for local_index, index in enumerate(fresh):
+            item = fresh_parsed[local_index]
+            a, b = int(raw_starts[local_index]), int(raw_starts[local_index + 1])
+            recipes = tuple(sorted(str(v) for v in pc.unique(raw_recipe.slice(a, b - a)).to_pylist() if v))
+            nodes = tuple(sorted(str(v) for v in pc.unique(raw_node.slice(a, b - a)).to_pylist() if v))
+            t0, t1 = int(typed_starts[local_index]), int(typed_starts[local_index + 1])
+            parsed[index] = item
+            tables[index] = typed.slice(t0, t1 - t0)
+            entries[item.source.rel] = RowEntry(
+                digest=digests[index],
+                kind=item.source.kind,
+                recipes=recipes,
+                nodes=nodes,
+                context=_context(recipes, nodes, known_recipes, known_nodes),
+                ragged=item.ragged,
+                reported=frozenset(item.reported),
+                errors=by_path.get(item.source.rel, []),
+                rows=t1 - t0,
+            )
+
+    final_parsed: list[ParsedFile] = [p for p in parsed if p is not None]
+    pieces = [t for t in tables if t is not None and t.num_rows]
+    counts = [t.num_rows if t is not None else 0 for t in tables]
+    if not fresh and cache.typed is not None and list(cache.entries) == [f.rel for f in files]:
+        return final_parsed, cache.typed  # nothing changed: same rows, same ids
+    if pieces:
+        combined = pa.concat_tables(pieces).combine_chunks()
+    else:
+        from builder.ingest import empty_typed_table
+
+        combined = empty_typed_table()
+    n = combined.num_rows
+    file_id = np.repeat(np.arange(len(files), dtype=np.int32), counts)
+    combined = combined.set_column(
+        combined.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(n, dtype=np.int32))
+    )
+    combined = combined.set_column(combined.schema.get_field_index("file_id"), "file_id", pa.array(file_id))
+    cache.entries = {f.rel: entries[f.rel] for f in files}
+    cache.typed = combined
+    return final_parsed, combined
