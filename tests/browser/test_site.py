@@ -1,0 +1,203 @@
+"""The shipped site in a real browser: every page kind, charts, search, no-JS tables, keyboard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RECIPE = "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/"
+MARLIN_Q = "The MoE backend line says MARLIN, not FLASHINFER_CUTLASS. Did I misconfigure something?"
+
+PAGE_KINDS = {
+    "home": "",
+    "recipes": "recipes/",
+    "recipe": RECIPE,
+    "case-study": "case-studies/which-nvfp4-build-to-download/",
+    "case-studies": "case-studies/",
+    "news": "news/",
+    "post": "news/nvfp4-qwen3.6-35b-a3b-dgx-spark/",
+    "comparison": "models/qwen-qwen3.6-35b-a3b/",
+    "models": "models/",
+    "troubleshooting": "troubleshooting/",
+    "search": "search/?q=marlin",
+    "hardware-index": "hardware/",
+    "hardware": "hardware/dgx-spark/",
+    "engines": "engines/",
+    "engine": "engines/vllm/",
+    "findings": "findings/",
+    "api": "api/",
+    "not-found": "404.html",
+}
+
+
+@dataclass
+class Visit:
+    """What a page did while it loaded: console errors, uncaught exceptions, off-site requests."""
+
+    errors: list[str] = field(default_factory=list)
+    offsite: list[str] = field(default_factory=list)
+
+
+def _open(browser: Any, base_url: str, **options: Any) -> tuple[Any, Any, Visit]:
+    options.setdefault("viewport", {"width": 1280, "height": 900})
+    context = browser.new_context(**options)
+    visit = Visit()
+
+    def guard(route: Any) -> None:
+        # Nothing may leave the site: record and refuse any request that is not to our server.
+        # (file: is the site itself when a test opens the built folder directly.)
+        if route.request.url.startswith((base_url, "data:", "blob:", "file:")):
+            route.continue_()
+        else:
+            visit.offsite.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    page.on("console", lambda msg: visit.errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: visit.errors.append(str(exc)))
+    return context, page, visit
+
+
+@pytest.fixture
+def opened(browser: Any, base_url: str) -> Iterator[Any]:
+    contexts: list[Any] = []
+
+    def open_page(**options: Any) -> tuple[Any, Visit]:
+        context, page, visit = _open(browser, base_url, **options)
+        contexts.append(context)
+        return page, visit
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def _scroll_through(page: Any) -> None:
+    """Scroll down a screen at a time so lazy work (charts) starts, then back to the top."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    for y in range(0, height + 900, 700):
+        page.evaluate(f"window.scrollTo(0, {y})")
+        page.wait_for_timeout(60)
+    page.wait_for_load_state("networkidle")
+    page.evaluate("window.scrollTo(0, 0)")
+
+
+@pytest.mark.parametrize("kind", list(PAGE_KINDS))
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_page_kind_loads_cleanly(
+    opened: Any, base_url: str, screenshots: Path, kind: str, scheme: str
+) -> None:
+    page, visit = opened(color_scheme=scheme)
+    response = page.goto(base_url + PAGE_KINDS[kind])
+    assert response is not None and response.ok
+    _scroll_through(page)
+    assert visit.errors == [], visit.errors
+    assert visit.offsite == [], visit.offsite
+    assert page.locator("h1").count() == 1
+    assert page.locator("main#main").count() == 1
+    page.screenshot(path=str(screenshots / f"{kind}-{scheme}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("kind", list(PAGE_KINDS))
+def test_every_page_kind_fits_a_phone(opened: Any, base_url: str, screenshots: Path, kind: str) -> None:
+    page, visit = opened(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page.goto(base_url + PAGE_KINDS[kind])
+    _scroll_through(page)
+    page.screenshot(path=str(screenshots / f"{kind}-phone.png"))
+    # wide tables scroll inside their own box; nothing may push the page itself sideways
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert visit.errors == []
+
+
+def test_charts_draw_after_scrolling(opened: Any, base_url: str) -> None:
+    page, visit = opened()
+    page.goto(base_url + RECIPE)
+    charts = page.locator("figure.chart")
+    assert charts.count() >= 1
+    for index in range(charts.count()):
+        figure = charts.nth(index)
+        figure.scroll_into_view_if_needed()
+        figure.locator(".chart-view svg, .chart-view canvas").first.wait_for(state="attached", timeout=15_000)
+    assert visit.errors == [] and visit.offsite == []
+
+
+def test_search_finds_a_troubleshooting_question_and_opens_its_answer(opened: Any, base_url: str) -> None:
+    page, visit = opened()
+    page.goto(base_url)
+    page.fill("#header-q", "MARLIN")
+    page.press("#header-q", "Enter")
+    page.wait_for_url("**/search/index.html?q=MARLIN")
+    result = page.locator("#search-results a", has_text=MARLIN_Q)
+    result.wait_for(timeout=15_000)
+    href = result.get_attribute("href") or ""
+    assert href.startswith(base_url + RECIPE + "#faq-")
+    result.click()
+    page.wait_for_url("**#faq-*")
+    opened_answer = page.evaluate("document.getElementById(location.hash.slice(1)).closest('details').open")
+    assert opened_answer is True
+    assert visit.errors == [] and visit.offsite == []
+
+
+def test_search_works_from_the_file_system(opened: Any, site_dir: Path) -> None:
+    """file:// refuses fetch() and module imports; the page falls back to the records script."""
+    page, visit = opened()
+    page.goto((site_dir / "search/index.html").as_uri() + "?q=marlin")
+    result = page.locator("#search-results a", has_text=MARLIN_Q)
+    result.wait_for(timeout=15_000)
+    assert (result.get_attribute("href") or "").startswith(
+        (site_dir / RECIPE / "index.html").as_uri() + "#faq-"
+    )
+    result.click()
+    page.wait_for_url("**#faq-*")
+    assert page.evaluate("document.getElementById(location.hash.slice(1)).closest('details').open") is True
+    assert visit.errors == []
+
+
+def test_without_javascript_the_data_tables_are_there(opened: Any, base_url: str) -> None:
+    page, _ = opened(java_script_enabled=False)
+    page.goto(base_url + RECIPE)
+    assert page.locator("table.rows tbody tr").count() >= 1
+    assert page.locator("table.rows").is_visible()
+    charts = page.locator("figure.chart")
+    assert charts.count() >= 1
+    for index in range(charts.count()):
+        table = charts.nth(index).locator("table")
+        assert table.locator("tbody tr").count() >= 1
+        assert table.is_visible()
+    assert page.locator(".chart-view svg, .chart-view canvas").count() == 0
+    page.goto(base_url + "search/")
+    assert page.locator("noscript").count() == 1
+
+
+def test_a_link_to_an_answer_opens_it_without_javascript(opened: Any, base_url: str) -> None:
+    page, _ = opened(java_script_enabled=False)
+    page.goto(base_url + "troubleshooting/")
+    link = page.locator("ul.faq-index a", has_text=MARLIN_Q)
+    link.click()
+    page.wait_for_url("**#faq-*")
+    assert page.evaluate("document.getElementById(location.hash.slice(1)).closest('details').open") is True
+    assert page.locator("details.faq-item[open] summary", has_text=MARLIN_Q).is_visible()
+
+
+def test_keyboard_focus_reaches_the_faq_and_opens_it(opened: Any, base_url: str) -> None:
+    page, _ = opened()
+    page.goto(base_url + RECIPE)
+    page.keyboard.press("Tab")
+    first = page.evaluate("document.activeElement.textContent")
+    assert first == "Skip to content"
+    assert page.locator("a.skip").bounding_box()["x"] >= 0  # shown while focused
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.matches('section.faq summary')"):
+            break
+    else:
+        pytest.fail("Tab never reached a FAQ question")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineWidth")
+    assert float(outline.removesuffix("px")) >= 2, "focus must be visible"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.parentElement.open") is True
