@@ -14,7 +14,7 @@ Each estimate is shrunk towards a conservative prior, ``sigma0 = ln(1 + DEFAULT_
 no estimate at all (single-trial runs, none agreeing) the band is the prior's, +/-10 %. A pair of
 trials cannot narrow it much; many tight trials narrow it towards what the data shows; widely
 scattering trials widen it. When both estimates exist the larger is used. The band is
-``max(FLOOR, K * sigma)`` with ``K = 3`` and ``FLOOR = ln(1.02)``: a difference of 2 % or less is never
+``max(FLOOR, K * sigma)`` with ``K = 4`` and ``FLOOR = ln(1.02)``: a difference of 2 % or less is never
 a finding, whatever the data (published figures are often rounded to two or three digits).
 
 Which runs depart: run means are sorted and split wherever two neighbours are further apart than
@@ -33,7 +33,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-K = 3.0
+K = 4.0
 """Band half-width in noise standard deviations."""
 DEFAULT_BAND = 0.10
 """Relative band when the data gives no noise estimate (single-trial runs, none agreeing)."""
