@@ -74,7 +74,8 @@ def page_report(out: Path) -> tuple[list[tuple[str, int, int]], list[str], dict[
 def timed_builds(root: Path, out: Path, runs: int) -> dict[str, list[float]]:
     stages: dict[str, list[float]] = {}
     for _ in range(runs):
-        result = build(load_config(root, out))
+        # cache=False: a full build every time (the incremental cache would make later runs no-ops)
+        result = build(load_config(root, out), cache=False)
         for name, secs in result.timings.stages.items():
             stages.setdefault(name, []).append(secs)
         stages.setdefault("total", []).append(sum(result.timings.stages.values()))
@@ -82,9 +83,13 @@ def timed_builds(root: Path, out: Path, runs: int) -> dict[str, list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--synthetic", type=int, metavar="RECIPES", help="benchmark a generated site of this many recipes")
+    parser.add_argument(
+        "--synthetic", type=int, metavar="RECIPES", help="benchmark a generated site of this many recipes"
+    )
     parser.add_argument("--rows", type=int, default=100, help="rows per synthetic recipe")
     args = parser.parse_args(argv)
 
@@ -92,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.synthetic:
         root = out_base / f"budget-site-{args.synthetic}x{args.rows}"
         stamp = root / "SYNTHETIC.txt"
-        if not (stamp.is_file() and f"recipes={args.synthetic} rows_per_recipe={args.rows} " in stamp.read_text()):
+        if not (
+            stamp.is_file() and f"recipes={args.synthetic} rows_per_recipe={args.rows} " in stamp.read_text()
+        ):
             print(f"generating {args.synthetic} recipes x {args.rows} rows (synthetic) ...", file=sys.stderr)
             generate.write_site(root, args.synthetic, args.rows)
         label = f"synthetic {args.synthetic} recipes x {args.rows} rows"
@@ -106,20 +113,25 @@ def main(argv: list[str] | None = None) -> int:
     stages = timed_builds(root, out, args.runs)
     sizes, offenders, script_pages = page_report(out)
 
-    print(f"{label}: {len(sizes)} pages, {args.runs} builds; load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"{label}: {len(sizes)} pages, {args.runs} builds; load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     print("build stages, median seconds (min-max):")
     for name, values in stages.items():
         print(f"  {name:10} {statistics.median(values):7.3f}  ({min(values):.3f}-{max(values):.3f})")
     totals = sorted(sizes, key=lambda s: s[2], reverse=True)
     html_only = [s[1] for s in sizes]
-    print(f"page HTML gz: median {statistics.median(html_only) / 1000:.1f} KB, max {max(html_only) / 1000:.1f} KB")
+    print(
+        f"page HTML gz: median {statistics.median(html_only) / 1000:.1f} KB, max {max(html_only) / 1000:.1f} KB"
+    )
     print("largest pages, HTML + CSS gz:")
     for rel, html_gz, total in totals[:5]:
         print(f"  {total / 1000:6.1f} KB  ({html_gz / 1000:.1f} KB HTML)  {rel}")
     over = [s for s in sizes if s[2] > BUDGET]
     print(f"pages with script: {script_pages['chart']} with charts, {script_pages['search']} search page")
     download_sizes = {
-        rel: (out / rel).stat().st_size for rel in ("data/rows.csv", "data/rows.parquet", "data/recipes.duckdb")
+        rel: (out / rel).stat().st_size
+        for rel in ("data/rows.csv", "data/rows.parquet", "data/recipes.duckdb")
     }
     print("downloads: " + ", ".join(f"{rel} {size / 1000:.1f} KB" for rel, size in download_sizes.items()))
     bundle = out / "pagefind"
@@ -128,7 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     if over:
         status = 1
-        print(f"OVER BUDGET ({BUDGET / 1000:.0f} KB): " + ", ".join(f"{r} {t / 1000:.1f} KB" for r, _, t in over))
+        print(
+            f"OVER BUDGET ({BUDGET / 1000:.0f} KB): "
+            + ", ".join(f"{r} {t / 1000:.1f} KB" for r, _, t in over)
+        )
     if offenders:
         status = 1
         print("SCRIPT ON A PAGE WITHOUT CHARTS: " + ", ".join(offenders))
