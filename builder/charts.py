@@ -222,7 +222,8 @@ def _history_chart(alt: Any, data: Any, quantity: str) -> Any:
         "status:N",
         title="Row",
         scale=alt.Scale(domain=status_domain, range=[_SHAPES[s] for s in (MATCHES, NOT_RECORDED, DIFFERS)]),
-        legend=alt.Legend(orient="bottom"),
+        # a mid grey reads on the light and the dark theme alike (the default is black)
+        legend=alt.Legend(orient="bottom", symbolFillColor="#8a8f96", symbolStrokeColor="#8a8f96"),
     )
     rows = alt.FieldEqualPredicate(field="layer", equal="row")
     on_recipe = alt.FieldEqualPredicate(field="status", equal=STATUS_LABELS[MATCHES])
@@ -294,7 +295,8 @@ def _side_by_side(alt: Any, data: Any, quantity: str, who: str) -> Any:
     bars = alt.Chart(data).mark_bar().encode(x=x, xOffset=x_offset, y=y, color=color, tooltip=tooltip)
     labels = (
         alt.Chart(data)
-        .mark_text(baseline="bottom", dy=-3)
+        # currentColor: the SVG text takes the page's text colour, light or dark theme alike
+        .mark_text(baseline="bottom", dy=-3, color="currentColor")
         .encode(x=x, xOffset=x_offset, y=y, text=alt.Text("value:Q", format=","))
     )
     # A fixed height: a step height would make Vega-Lite drop the container fit (and warn).

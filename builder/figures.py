@@ -127,6 +127,11 @@ class Cell:
     """Whether the run's rows disagree (so the median is worth saying)."""
 
     @property
+    def detail(self) -> str:
+        """:attr:`why` without its ``differs:`` / ``not recorded:`` lead, for beside a status badge."""
+        return self.why.partition(": ")[2]
+
+    @property
     def off_recipe(self) -> bool:
         return self.status != MATCHES
 
