@@ -99,6 +99,25 @@ class Chart:
     spec_json: str
     """Vega-Lite spec, already escaped for a ``<script type="application/json">`` element."""
 
+    def table_rows(self) -> list[list[tuple[str, bool]]]:
+        """The data table's cells as (text, numeric), formatted like the site's other figures."""
+        from builder.render import fmt_number  # the ``num`` filter; render imports this module
+
+        out = []
+        for v in self.values:
+            cells = []
+            for col in self.columns:
+                cell = v.get(col.key)
+                if cell is None or cell == "":
+                    text = "—" if col.numeric else ""
+                elif col.numeric and isinstance(cell, int | float):
+                    text = fmt_number(cell)
+                else:
+                    text = str(cell)
+                cells.append((text, col.numeric))
+            out.append(cells)
+        return out
+
 
 def make_chart(
     kind: str,
