@@ -403,3 +403,84 @@ def test_shipped_case_study_arms_side_by_side(shipped: Path) -> None:
     # a study with one linked arm has nothing to put side by side
     other = _soup(shipped / "case-studies/does-quantization-buy-speed/index.html")
     assert other.select("figure.chart") == [] and other.select("script[data-runtime]") == []
+
+
+class _Finding:
+    """Stands in for a finding: only ``as_json()`` is read (keys of the check --format json contract)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def as_json(self) -> dict[str, Any]:
+        return self._data
+
+
+def test_history_points_are_runs_and_findings_are_ringed() -> None:
+    import datetime as dt
+
+    from builder.chart_data import annotate, history_chart
+    from builder.reconcile import DIFFERS, MATCHES, Difference, Reconciliation, RowStatus
+
+    recon = Reconciliation()
+    on = RowStatus(MATCHES)
+    off = RowStatus(DIFFERS, (Difference("--max-model-len", "1024", "4096"),))
+
+    def row(row_id: int, date: str, value: float, status: RowStatus) -> dict[str, Any]:
+        recon.statuses[row_id] = status
+        return {
+            "row_id": row_id,
+            "date": dt.date.fromisoformat(date),
+            "recipe": "r",
+            "node": "node-a",
+            "engine_version": "1.0.0",
+            "prompt_tokens": 2048,
+            "context_tokens": 0,
+            "concurrency": 1,
+            "decode_tok_s": value,
+        }
+
+    rows = [
+        row(1, "2026-01-02", 50.0, on),
+        row(2, "2026-01-02", 52.0, on),
+        row(3, "2026-01-02", 51.0, on),
+        row(4, "2026-01-02", 80.0, off),  # same day, off-recipe: its own point
+        row(5, "2026-01-09", 40.0, on),
+    ]
+    finding = _Finding(
+        {
+            "metric": "decode_tok_s",
+            "setting": {
+                "hardware": "test-gpu",
+                "prompt_tokens": 2048,
+                "context_tokens": 0,
+                "concurrency": 1,
+                "output_tokens": None,
+            },
+            "runs": [
+                {
+                    "date": "2026-01-02",
+                    "node": "node-a",
+                    "engine_version": "1.0.0",
+                    "value": 51.0,
+                    "trials": [50.0, 52.0, 51.0],
+                }
+            ],
+            "annotation": None,
+            "summary": "decode_tok_s does not reproduce </script>",
+        }
+    )
+    chart = history_chart("decode_tok_s", annotate(rows, recon, {"node-a": "test-gpu"}), [finding])
+    assert chart is not None
+    points = [(v["layer"], v["date"], v["value"], v.get("trials"), v["status"]) for v in chart.values]
+    assert points == [
+        ("row", "2026-01-02", 51.0, 3, "matches recipe"),
+        ("row", "2026-01-02", 80.0, 1, "differs from recipe"),
+        ("row", "2026-01-09", 40.0, 1, "matches recipe"),
+        ("finding", "2026-01-02", 51.0, None, "finding"),
+    ]
+    assert chart.values[-1]["note"] == "decode_tok_s does not reproduce </script>"
+    assert chart.values[-1]["setting"] == chart.values[0]["setting"] == "2,048-token prompt · concurrency 1"
+    assert "</script>" not in chart.spec_json
+    assert json.loads(chart.spec_json)["data"]["values"] == chart.values
+    # one date and no finding: nothing to show over time
+    assert history_chart("decode_tok_s", annotate(rows[:4], recon, {"node-a": "test-gpu"}), []) is None
