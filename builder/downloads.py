@@ -6,11 +6,15 @@ all of it is byte-deterministic for the same input:
 
 * CSV and JSON are plain text written in row-id order with stable key order.
 * Parquet is written by pyarrow with fixed options; it stores no timestamp.
-* A DuckDB database file carries a random 16-byte database identifier in its main header (used
-  for encryption and to pair a write-ahead log with its database). We replace it with bytes
-  derived from the file's content and recompute the header checksum, after checking that the
-  header is the layout we know (:func:`pin_duckdb_identifier`). If a future DuckDB changes that
-  layout the file is shipped as written, still valid but no longer byte-identical across builds.
+* A DuckDB database file is written by one thread (with several, row groups land in the order
+  they finish). It also carries a random 16-byte database identifier in its main header (used for
+  encryption and to pair a write-ahead log with its database): we replace it with bytes derived
+  from the file's content and recompute the header checksum, after checking that the header is
+  the layout we know (:func:`pin_duckdb_identifier`). If a future DuckDB changes that layout the
+  file is shipped as written, still valid but no longer byte-identical across builds. The file
+  uses the storage format of the DuckDB that builds it (2.x here), so older DuckDB releases cannot
+  open it; DuckDB's v1.0 compatibility format was not byte-reproducible for large tables even
+  with one thread, so it is not used.
 """
 
 from __future__ import annotations
@@ -193,7 +197,9 @@ def duckdb_file(tables: dict[str, pa.Table]) -> bytes:
     with tempfile.TemporaryDirectory(prefix="llm-recipes-duckdb-") as scratch:
         # The catalog is named after the file, so the name is fixed: it is part of the bytes.
         path = Path(scratch) / "recipes.duckdb"
-        con = duckdb.connect(str(path))
+        # One thread: with several, row groups are written in whatever order they finish, and
+        # the file's bytes change from build to build.
+        con = duckdb.connect(str(path), config={"threads": 1})
         try:
             for name, table in tables.items():
                 con.register("_export", table)
@@ -376,6 +382,7 @@ def render_api_page(ctx: RenderContext) -> bytes:
         },
         recipe_api_path=recipe_api_path,
         api_version=API_VERSION,
+        duckdb_version=".".join(duckdb.__version__.split(".")[:2]),
     )
 
 

@@ -113,7 +113,9 @@ def test_recipe_documents_match_rows_statuses_and_findings(builds: tuple[Path, P
         assert all(q["url"].startswith(f"https://example.org/recipes/{slug}/#faq-") for q in doc["faq"])
 
 
-def test_whole_site_with_downloads_and_search_is_byte_identical_across_builds(builds: tuple[Path, Path]) -> None:
+def test_whole_site_with_downloads_and_search_is_byte_identical_across_builds(
+    builds: tuple[Path, Path],
+) -> None:
     a, b = builds
     files = sorted(p.relative_to(a).as_posix() for p in a.rglob("*") if p.is_file())
     assert "data/recipes.duckdb" in files and "data/rows.parquet" in files
@@ -134,3 +136,12 @@ def test_pinning_leaves_unknown_or_corrupt_headers_alone() -> None:
     fake = bytearray(8192)
     fake[8:12] = b"DUCK"  # magic right, checksum wrong: not a header we understand
     assert pin_duckdb_identifier(bytes(fake)) == bytes(fake)
+
+
+def test_duckdb_file_is_reproducible_across_row_groups() -> None:
+    """Several row groups (122,880 rows each): written in parallel their order would vary."""
+    n = 250_000
+    table = pa.table(
+        {"i": pa.array(range(n), pa.int64()), "s": pa.array([f"row {i * 7919 % n}" for i in range(n)])}
+    )
+    assert duckdb_file({"rows": table}) == duckdb_file({"rows": table})
