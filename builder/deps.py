@@ -20,6 +20,8 @@ The vocabulary:
     the front matter of every recipe, and which recipes exist (not bodies, not rows);
 ``recipe-files``
     every recipe file in full (bodies too: FAQ indexes, search);
+``models``
+    which recipes exist and the base model of each (comparison links and slugs);
 ``model:<base model id>``
     which recipes have that base model, with their front matter and rows (comparison pages);
 ``rows``
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 
 RECIPES = "recipes"
 RECIPE_FILES = "recipe-files"
+MODELS = "models"
 ROWS = "rows"
 CASE_STUDIES = "case-studies"
 POSTS = "posts"

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from builder import deps
 from builder.content import Markdown
 from builder.feeds import NEWS_FEED
 from builder.flags import serve_command
@@ -387,4 +388,4 @@ def render_api_page(ctx: RenderContext) -> bytes:
 
 
 def api_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [("api/index.html", lambda: render_api_page(ctx))]
+    return [("api/index.html", deps.depends(lambda: render_api_page(ctx), deps.RECIPES, deps.ROWS))]

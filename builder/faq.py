@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from builder import deps
 from builder.content import FaqItem, Markdown
 from builder.load import Recipe, Site
 
@@ -96,4 +97,9 @@ def render_troubleshooting(ctx: RenderContext) -> bytes:
 
 
 def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [("troubleshooting/index.html", lambda: render_troubleshooting(ctx))]
+    return [
+        (
+            "troubleshooting/index.html",
+            deps.depends(lambda: render_troubleshooting(ctx), deps.RECIPE_FILES, deps.RECIPES),
+        )
+    ]

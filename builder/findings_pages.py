@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+from builder import deps
 from builder.findings import Finding
 from builder.load import Site
 from builder.views import METRIC_LABELS
@@ -88,6 +89,6 @@ def render_findings_feed(ctx: RenderContext) -> bytes:
 
 def findings_page_jobs(ctx: RenderContext) -> list[PageJob]:
     return [
-        ("findings/index.html", lambda: render_findings(ctx)),
-        ("findings/feed.xml", lambda: render_findings_feed(ctx)),
+        ("findings/index.html", deps.depends(lambda: render_findings(ctx), deps.RECIPES, deps.ROWS)),
+        ("findings/feed.xml", deps.depends(lambda: render_findings_feed(ctx), deps.RECIPES, deps.ROWS)),
     ]

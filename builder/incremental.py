@@ -369,6 +369,9 @@ class DepIndex:
                 rel = f"content/recipes/{slug}.md"
                 parts += [slug, self.front.get(rel, b"?")]
             return _h("recipes", *parts)
+        if dep == "models":
+            pairs = [f"{slug}\0{self.site.recipes[slug].meta.model}" for slug in sorted(self.site.recipes)]
+            return _h("models", *pairs)
         if dep == "recipe-files":
             return self._files("content/recipes/")
         if dep == "rows":

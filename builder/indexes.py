@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from builder import deps
 from builder.comparisons import comparison_slugs
 from builder.content import slugify
 from builder.load import Recipe, Site
@@ -214,11 +215,18 @@ def index_page_jobs(ctx: RenderContext) -> list[PageJob]:
     """Index pages; the two queries behind them run once, when the job list is made."""
     hw = hardware_entries(ctx.site)
     eng = engines(ctx.site)
+    reads = (deps.RECIPES, deps.ROWS)  # recipe metadata and row statistics
     jobs: list[PageJob] = [
-        ("hardware/index.html", lambda: render_hardware_index(ctx, hw)),
-        ("engines/index.html", lambda: render_engines_index(ctx, eng)),
-        ("models/index.html", lambda: render_models_index(ctx)),
+        ("hardware/index.html", deps.depends(lambda: render_hardware_index(ctx, hw), *reads)),
+        ("engines/index.html", deps.depends(lambda: render_engines_index(ctx, eng), *reads)),
+        ("models/index.html", deps.depends(lambda: render_models_index(ctx), deps.RECIPES)),
     ]
-    jobs += [(f"hardware/{e.id}/index.html", partial(render_hardware, ctx, e)) for e in hw.values()]
-    jobs += [(f"engines/{e.slug}/index.html", partial(render_engine, ctx, e)) for e in eng.values()]
+    jobs += [
+        (f"hardware/{e.id}/index.html", deps.depends(partial(render_hardware, ctx, e), *reads))
+        for e in hw.values()
+    ]
+    jobs += [
+        (f"engines/{e.slug}/index.html", deps.depends(partial(render_engine, ctx, e), *reads))
+        for e in eng.values()
+    ]
     return jobs

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import jinja2
 
+from builder import deps
 from builder.chart_data import case_charts, comparison_charts, recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.comparisons import comparison, comparison_slugs, node_hardware
@@ -39,6 +40,7 @@ from builder.views import (
     headline,
     key_parameters,
     recipe_command,
+    row_anchors,
     rows_by_recipe,
 )
 
@@ -200,6 +202,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         statuses=statuses,
         findings=findings,
         marked_rows=marked_rows,
+        anchors=row_anchors(ctx.site, rows),
         headline=headline(recipe, rows, ctx.recon),
         params=key_parameters(recipe),
         command=recipe_command(recipe),
@@ -246,7 +249,11 @@ def render_comparison(ctx: RenderContext, model: str) -> bytes:
 def render_post(ctx: RenderContext, slug: str) -> bytes:
     post = ctx.site.posts[slug]
     return ctx.page(
-        "post.html", f"news/{slug}/index.html", post=post, meta=post.meta, body=ctx.markdown.render(post.doc.body)
+        "post.html",
+        f"news/{slug}/index.html",
+        post=post,
+        meta=post.meta,
+        body=ctx.markdown.render(post.doc.body),
     )
 
 
@@ -269,9 +276,7 @@ def recipe_groups(site: Site) -> list[tuple[str, list[tuple[str, list[Any]]]]]:
     for slug in sorted(site.recipes):
         recipe = site.recipes[slug]
         grouped[recipe.meta.model][recipe.meta.hardware].append(recipe)
-    return [
-        (model, [(hw, grouped[model][hw]) for hw in sorted(grouped[model])]) for model in sorted(grouped)
-    ]
+    return [(model, [(hw, grouped[model][hw]) for hw in sorted(grouped[model])]) for model in sorted(grouped)]
 
 
 def render_index(ctx: RenderContext) -> bytes:
@@ -306,22 +311,50 @@ def render_404(ctx: RenderContext) -> bytes:
 PageJob = tuple[str, Callable[[], bytes]]
 
 
+def _case_deps(case: Any) -> tuple[str, ...]:
+    arms = tuple(deps.recipe(arm.recipe) for arm in case.meta.arms if arm.recipe)
+    return (deps.file(case.doc.rel), deps.RECIPES, *arms)
+
+
 def page_jobs(ctx: RenderContext) -> list[PageJob]:
-    """Every page as (output path, render function), in a stable order."""
+    """Every page as (output path, render function), in a stable order.
+
+    ``deps.depends(render, ...)`` declares what a page reads, so an incremental build can skip it
+    when none of that changed (see :mod:`builder.deps`); an undeclared job renders every time.
+    """
+    site = ctx.site
     jobs: list[PageJob] = [
-        ("index.html", lambda: render_index(ctx)),
-        ("recipes/index.html", lambda: render_recipes_index(ctx)),
-        ("news/index.html", lambda: render_news_index(ctx)),
-        ("case-studies/index.html", lambda: render_case_index(ctx)),
-        ("404.html", lambda: render_404(ctx)),
+        ("index.html", deps.depends(lambda: render_index(ctx), deps.RECIPES, deps.POSTS, deps.ROWS)),
+        ("recipes/index.html", deps.depends(lambda: render_recipes_index(ctx), deps.RECIPES)),
+        ("news/index.html", deps.depends(lambda: render_news_index(ctx), deps.POSTS)),
+        ("case-studies/index.html", deps.depends(lambda: render_case_index(ctx), deps.CASE_STUDIES)),
+        ("404.html", deps.depends(lambda: render_404(ctx))),
     ]
-    jobs += [(f"recipes/{s}/index.html", lambda s=s: render_recipe(ctx, s)) for s in sorted(ctx.site.recipes)]
     jobs += [
-        (f"case-studies/{s}/index.html", lambda s=s: render_case_study(ctx, s)) for s in sorted(ctx.site.case_studies)
+        (
+            f"recipes/{s}/index.html",
+            deps.depends(
+                functools.partial(render_recipe, ctx, s), deps.recipe(s), deps.MODELS, deps.CASE_STUDIES
+            ),
+        )
+        for s in sorted(site.recipes)
     ]
-    jobs += [(f"news/{s}/index.html", lambda s=s: render_post(ctx, s)) for s in sorted(ctx.site.posts)]
     jobs += [
-        (f"models/{slug}/index.html", functools.partial(render_comparison, ctx, m))
+        (
+            f"case-studies/{s}/index.html",
+            deps.depends(functools.partial(render_case_study, ctx, s), *_case_deps(c)),
+        )
+        for s, c in sorted(site.case_studies.items())
+    ]
+    jobs += [
+        (f"news/{s}/index.html", deps.depends(functools.partial(render_post, ctx, s), deps.file(p.doc.rel)))
+        for s, p in sorted(site.posts.items())
+    ]
+    jobs += [
+        (
+            f"models/{slug}/index.html",
+            deps.depends(functools.partial(render_comparison, ctx, m), deps.model(m), deps.MODELS),
+        )
         for m, slug in sorted(ctx.comparisons.items())
     ]
     jobs += faq_page_jobs(ctx) + index_page_jobs(ctx) + search_page_jobs(ctx) + api_page_jobs(ctx)

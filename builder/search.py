@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from builder import deps
 from builder.content import Markdown
 from builder.errors import SearchIndexError
 from builder.faq import faq_entries
@@ -206,4 +207,5 @@ def render_search_page(ctx: RenderContext) -> bytes:
 
 
 def search_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [(SEARCH_PAGE, lambda: render_search_page(ctx))]
+    page = deps.depends(lambda: render_search_page(ctx), deps.RECIPE_FILES, deps.CASE_STUDIES, deps.POSTS)
+    return [(SEARCH_PAGE, page)]

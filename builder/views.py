@@ -6,8 +6,10 @@ import datetime as dt
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
+from builder.content import slugify
 from builder.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.load import CaseStudy, Recipe, Site
 from builder.models import METRICS
@@ -45,6 +47,32 @@ ROW_COLUMNS = (
     "source",
     "notes",
 )
+
+
+def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
+    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
+
+    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
+    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
+    or its whole path under ``data/rows/`` when two of the recipe's files share a name.
+    """
+    file_ids = site.rows.column("file_id")
+    file_rows = site.rows.column("file_row")
+    located = [
+        (r["row_id"], int(file_ids[r["row_id"]].as_py()), int(file_rows[r["row_id"]].as_py())) for r in rows
+    ]
+    names: dict[int, str] = {}
+    for file_id in {f for _, f, _ in located}:
+        names[file_id] = PurePosixPath(site.row_files[file_id].source.rel).stem
+    clash = len(set(names.values())) < len(names)
+    if clash:
+        for file_id in names:
+            rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
+            names[file_id] = rel.rsplit(".", 1)[0]
+    return {
+        row_id: f"row-{slugify(names[file_id])}-{site.row_files[file_id].line_of(file_row)}"
+        for row_id, file_id, file_row in located
+    }
 
 
 def rows_by_recipe(site: Site) -> dict[str, list[dict[str, Any]]]:
@@ -131,7 +159,9 @@ def is_hub_id(checkpoint: str) -> bool:
 
 
 def api_example(recipe: Recipe) -> str | None:
-    model = recipe.meta.served_model or (recipe.meta.checkpoint if is_hub_id(recipe.meta.checkpoint) else None)
+    model = recipe.meta.served_model or (
+        recipe.meta.checkpoint if is_hub_id(recipe.meta.checkpoint) else None
+    )
     if model is None:
         return None
     body = (

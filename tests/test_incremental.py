@@ -1,0 +1,351 @@
+"""The incremental builder gives the bytes of a clean build after any series of edits.
+
+A small SYNTHETIC site (bench/generate.py) gets a long, seeded series of random edits — rows
+changed, added, deleted; recipes' bodies and front matter edited, recipes added and deleted; templates,
+case studies, posts, nodes and hardware edited; errors introduced and fixed. After each edit one
+long-lived builder rebuilds (told what changed, or not) and a clean build without any cache is made
+beside it: the two output trees must be identical byte for byte, or both builds must fail with the
+same problems while the incremental output stays as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from builder.config import load_config
+from builder.errors import BuildAborted, BuilderError
+from builder.incremental import IncrementalBuilder, quick_noop
+from builder.pipeline import build
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+import generate  # noqa: E402
+
+SEED = 20260727
+STEPS = 36
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def assert_same_tree(a: Path, b: Path, step: str) -> None:
+    left, right = tree(a), tree(b)
+    assert sorted(left) == sorted(right), f"{step}: file lists differ: {sorted(set(left) ^ set(right))[:10]}"
+    differing = [k for k in left if left[k] != right[k]]
+    assert not differing, f"{step}: {len(differing)} files differ, e.g. {differing[:5]}"
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
+    root = tmp_path / "root"
+    generate.write_site(root, recipes=6, rows=24, cases=2, posts=2)
+    shutil.copytree(REPO / "templates", root / "templates")
+    return root
+
+
+class Editor:
+    """Random edits to a generated site; every edit returns the paths it touched."""
+
+    def __init__(self, root: Path, rnd: random.Random) -> None:
+        self.root = root
+        self.rnd = rnd
+        self.counter = 0
+
+    def _recipes(self) -> list[Path]:
+        return sorted((self.root / "content" / "recipes").glob("*.md"))
+
+    def _row_files(self) -> list[Path]:
+        return sorted((self.root / "data" / "rows").rglob("*.csv"))
+
+    def _sub(self, path: Path, pattern: str, repl: str, count: int = 1) -> set[Path]:
+        text = path.read_text(encoding="utf-8")
+        new = re.sub(pattern, repl, text, count=count, flags=re.M)
+        path.write_text(new, encoding="utf-8")
+        return {path}
+
+    def change_row(self) -> set[Path]:
+        path = self.rnd.choice(self._row_files())
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) < 2:
+            return set()
+        i = self.rnd.randrange(1, len(lines))
+        cells = lines[i].split(",")
+        cells[6] = f"{self.rnd.uniform(1, 200):.2f}"  # decode_tok_s
+        lines[i] = ",".join(cells)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return {path}
+
+    def add_rows(self) -> set[Path]:
+        self.counter += 1
+        index = self.rnd.randrange(len(self._recipes()) + 2)  # sometimes a recipe that does not exist
+        slugs = {p.stem for p in self._recipes()}
+        if generate.recipe_slug(index) not in slugs:
+            index = 0 if generate.recipe_slug(0) in slugs else int(sorted(slugs)[0].rsplit("r", 1)[1])
+        return {
+            generate.add_row_file(
+                self.root,
+                index,
+                f"2027-{1 + self.counter % 12:02d}-{1 + self.counter % 28:02d}",
+                rows=self.rnd.randint(1, 12),
+                seed=self.counter,
+            )
+        }
+
+    def delete_rows(self) -> set[Path]:
+        files = self._row_files()
+        if len(files) < 3:
+            return set()
+        path = self.rnd.choice(files)
+        path.unlink()
+        return {path}
+
+    def edit_body(self) -> set[Path]:
+        path = self.rnd.choice(self._recipes())
+        self.counter += 1
+        choice = self.rnd.random()
+        if choice < 0.4:
+            with path.open("a", encoding="utf-8") as handle:
+                handle.write(
+                    f"\nSynthetic edit {self.counter}: a [link](https://example.org/{self.counter}).\n"
+                )
+            return {path}
+        if choice < 0.7:
+            return self._sub(
+                path, r"^### Synthetic question 1:.*$", f"### Synthetic question 1: edited {self.counter}?"
+            )
+        return self._sub(path, r"^## Setup$", f"## Setup {self.counter}")
+
+    def edit_front(self) -> set[Path]:
+        path = self.rnd.choice(self._recipes())
+        self.counter += 1
+        field = self.rnd.choice(["title", "model", "summary", "engine_version", "flags", "verified"])
+        if field == "title":
+            return self._sub(path, r"^title: .*$", f"title: 'Synthetic recipe retitled {self.counter}'")
+        if field == "model":
+            return self._sub(
+                path, r"^model: .*$", f"model: synth-org/synth-model-{self.rnd.randrange(3):02d}"
+            )
+        if field == "summary":
+            return self._sub(path, r"^summary: .*$", f"summary: 'SYNTHETIC summary {self.counter}'")
+        if field == "engine_version":
+            return self._sub(
+                path, r"^engine_version: .*$", f"engine_version: '0.{self.rnd.randrange(19, 23)}.0'"
+            )
+        if field == "flags":
+            return self._sub(
+                path, r"^flags: .*$", f"flags: '--max-model-len {1024 * self.rnd.randrange(1, 9)}'"
+            )
+        return self._sub(
+            path, r"^verified: .*$", f"verified: 2026-0{self.rnd.randrange(1, 10)}-1{self.rnd.randrange(10)}"
+        )
+
+    def add_recipe(self) -> set[Path]:
+        self.counter += 1
+        index = 500 + self.counter
+        rnd = random.Random(index)
+        path = self.root / "content" / "recipes" / f"{generate.recipe_slug(index)}.md"
+        path.write_text(generate.recipe_markdown(index, rnd), encoding="utf-8")
+        touched = {path}
+        if self.rnd.random() < 0.7:
+            touched.add(generate.add_row_file(self.root, index, "2026-03-03", rows=6, seed=index))
+        return touched
+
+    def delete_recipe(self) -> set[Path]:
+        recipes = self._recipes()
+        if len(recipes) < 4:
+            return set()
+        path = self.rnd.choice(recipes)
+        # Keep case studies valid: a recipe they use stays (errors are exercised by break_and_fix).
+        used = "".join(
+            p.read_text(encoding="utf-8") for p in (self.root / "content" / "case-studies").glob("*.md")
+        )
+        if path.stem in used:
+            return set()
+        path.unlink()
+        touched = {path}
+        rows_dir = self.root / "data" / "rows" / path.stem
+        if rows_dir.is_dir():
+            touched |= set(rows_dir.rglob("*"))
+            touched.add(rows_dir)
+            shutil.rmtree(rows_dir)
+        return touched
+
+    def edit_template(self) -> set[Path]:
+        self.counter += 1
+        templates = self.root / "templates"
+        name = self.rnd.choice(
+            ["recipe.html", "base.html", "index.html", "comparison.html", "partials/row_table.html"]
+        )
+        path = templates / name
+        if not path.is_file():
+            return set()
+        text = path.read_text(encoding="utf-8")
+        marker = f"<!-- synthetic template edit {self.counter} -->"
+        if "{% endblock %}" in text and self.rnd.random() < 0.5:
+            text = text.replace("{% endblock %}", marker + "{% endblock %}", 1)
+        else:
+            text += f"\n{{# {marker} #}}\n" if self.rnd.random() < 0.3 else f"\n{marker}\n"
+        path.write_text(text, encoding="utf-8")
+        return {path}
+
+    def edit_other(self) -> set[Path]:
+        self.counter += 1
+        choice = self.rnd.choice(["case", "post", "nodes", "hardware", "newpost"])
+        if choice == "case":
+            path = self.rnd.choice(sorted((self.root / "content" / "case-studies").glob("*.md")))
+            return self._sub(path, r"^verdict: .*$", f"verdict: 'SYNTHETIC verdict {self.counter}'")
+        if choice == "post":
+            path = self.rnd.choice(sorted((self.root / "content" / "posts").glob("*.md")))
+            return self._sub(path, r"^title: .*$", f"title: Synthetic post retitled {self.counter}")
+        if choice == "newpost":
+            path = self.root / "content" / "posts" / f"synth-extra-{self.counter}.md"
+            path.write_text(
+                f"---\ntitle: Extra {self.counter}\ndate: 2026-02-0{1 + self.counter % 9}\n---\nSYNTHETIC.\n",
+                encoding="utf-8",
+            )
+            return {path}
+        if choice == "nodes":
+            path = self.root / "data" / "nodes.yaml"
+            return self._sub(path, r"description: .*$", f"description: 'SYNTHETIC node {self.counter}'")
+        path = self.root / "data" / "hardware.yaml"
+        return self._sub(path, r"name: .*$", f"name: 'Synthetic GPU renamed {self.counter}'")
+
+    def break_and_fix(self) -> list[set[Path]]:
+        """Two edits: a bad row value, then the file restored."""
+        path = self.rnd.choice(self._row_files())
+        original = path.read_text(encoding="utf-8")
+        lines = original.splitlines()
+        cells = lines[-1].split(",")
+        cells[5] = "1,5"  # a decimal comma: a ragged row
+        lines[-1] = ",".join(cells)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self._restore = (path, original)
+        return [{path}]
+
+    def restore(self) -> set[Path]:
+        path, original = self._restore
+        path.write_text(original, encoding="utf-8")
+        return {path}
+
+
+def clean_build(root: Path, out: Path) -> list[str] | None:
+    """The clean build's problems, or None when it succeeded."""
+    try:
+        build(load_config(root, out), cache=False, workers=1)
+    except BuildAborted as exc:
+        return [p.format() for p in exc.problems]
+    except BuilderError as exc:
+        return [exc.problem().format()]
+    return None
+
+
+def test_random_edits_match_clean_builds(site: Path, tmp_path: Path) -> None:
+    rnd = random.Random(SEED)
+    editor = Editor(site, rnd)
+    out = tmp_path / "out-incremental"
+    clean = tmp_path / "out-clean"
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    first = engine.build(None)
+    assert first.ok, first.problems
+    assert clean_build(site, clean) is None
+    assert_same_tree(out, clean, "initial build")
+
+    edits = [
+        editor.change_row,
+        editor.change_row,
+        editor.add_rows,
+        editor.delete_rows,
+        editor.edit_body,
+        editor.edit_body,
+        editor.edit_front,
+        editor.edit_front,
+        editor.add_recipe,
+        editor.delete_recipe,
+        editor.edit_template,
+        editor.edit_other,
+        editor.edit_other,
+    ]
+    rendered_counts = []
+    for step in range(STEPS):
+        if step % 9 == 4:
+            touched = editor.break_and_fix()[0]
+            name = "break"
+        elif step % 9 == 5:
+            touched = editor.restore()
+            name = "restore"
+        else:
+            edit = rnd.choice(edits)
+            touched = edit()
+            name = edit.__name__
+        label = f"step {step} ({name})"
+        before = tree(out)
+        # Alternate: tell the builder what changed (as the dev server does), or let it look.
+        if step % 3 == 2:
+            engine = IncrementalBuilder(load_config(site, out), workers=1)  # a new process, the disk cache
+            report = engine.build(None)
+        else:
+            report = engine.build(touched if step % 2 else None)
+        expected_problems = clean_build(site, clean)
+        if expected_problems is not None:
+            assert not report.ok, (
+                f"{label}: clean build failed ({expected_problems[:3]}) but incremental did not"
+            )
+            assert sorted(p.format() for p in report.problems) == sorted(expected_problems), label
+            assert tree(out) == before, f"{label}: a failed build changed the output"
+            continue
+        assert report.ok, f"{label}: {report.problems[:3]}"
+        assert_same_tree(out, clean, label)
+        changed_files = {k for k, v in tree(out).items() if before.get(k) != v} | (
+            set(before) - set(tree(out))
+        )
+        assert changed_files == set(report.written) | set(report.removed), label
+        rendered_counts.append((name, report.rendered, report.reused))
+    # Not a correctness check: the point of the engine is that pages are reused.
+    bodies = [(rendered, reused) for name, rendered, reused in rendered_counts if name == "edit_body"]
+    assert bodies and all(rendered < reused for rendered, reused in bodies), rendered_counts
+
+
+def test_parallel_render_matches_serial(site: Path, tmp_path: Path) -> None:
+    build(load_config(site, tmp_path / "serial"), cache=False, workers=1)
+    build(load_config(site, tmp_path / "parallel"), cache=False, workers=2)
+    assert_same_tree(tmp_path / "serial", tmp_path / "parallel", "parallel render")
+
+
+def test_noop_build_does_nothing_and_touch_is_not_a_change(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(load_config(site, out), workers=1)
+    marker_inode = (out / "index.html").stat().st_ino
+    report = quick_noop(site, out)
+    assert report is not None and report.noop and report.files > 0
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    os.utime(recipe, ns=(recipe.stat().st_atime_ns, recipe.stat().st_mtime_ns + 5_000_000_000))
+    # The stat changed but the bytes did not: the content hash decides.
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    again = engine.build(None)
+    assert again.ok and again.written == [] and again.removed == []
+    assert (out / "index.html").stat().st_ino == marker_inode
+
+
+def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(load_config(site, out), workers=1)
+    page = next(out.glob("recipes/*/index.html"))
+    good = page.read_bytes()
+    page.write_bytes(b"edited by hand")
+    (out / "stray.txt").write_text("not ours", encoding="utf-8")
+    assert quick_noop(site, out) is None
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok
+    assert page.read_bytes() == good
+    assert not (out / "stray.txt").exists()
