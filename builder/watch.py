@@ -14,6 +14,7 @@ Three parts, after Lektor's ``WatchFilter`` and MkDocs' ``LiveReloadServer``:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import errno
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
+from watchdog.observers.api import BaseObserver, ObservedWatch
 from watchdog.observers.polling import PollingObserver
 
 SOURCE_DIRS = ("content", "data", "templates")
@@ -202,19 +203,21 @@ class ChangeHandler(FileSystemEventHandler):
     A move counts as a deletion of its source and a change of its destination, so an atomic save
     (temp file renamed over the target) is a change of the target. A folder that appears (created
     or moved in) reports the files inside it, since they may predate the watch on it; a folder that
-    disappears is reported itself, meaning "whatever was under it".
+    disappears is reported itself, meaning "whatever was under it". ``on_folder(path, present)`` hears
+    of folders appearing and disappearing, so the watcher can follow ``content/``, ``data/`` and
+    ``templates/`` being removed and created again.
     """
 
     def __init__(
         self,
         watch_filter: WatchFilter,
         pending: PendingChanges,
-        on_new_dir: Callable[[Path], None] | None = None,
+        on_folder: Callable[[Path, bool], None] | None = None,
     ) -> None:
         super().__init__()
         self.filter = watch_filter
         self.pending = pending
-        self.on_new_dir = on_new_dir
+        self.on_folder = on_folder
 
     def paths_of(self, event: FileSystemEvent) -> set[Path]:
         kind = event.event_type
@@ -235,10 +238,12 @@ class ChangeHandler(FileSystemEventHandler):
         elif kind == "created" and event.is_directory:
             targets = []  # an empty folder changes nothing; its files report below
             appeared.append(src)
+        if event.is_directory and kind in ("moved", "deleted") and self.on_folder is not None:
+            self.on_folder(src, False)
         found.update(p for p in targets if self.filter.accepts(p))
         for folder in appeared:
-            if self.on_new_dir is not None:
-                self.on_new_dir(folder)
+            if self.on_folder is not None:
+                self.on_folder(folder, True)
             found.update(p for p in _walk_files(folder) if self.filter.accepts(p))
         return found
 
@@ -268,10 +273,10 @@ class Watcher:
     ) -> None:
         self.filter = watch_filter
         self.pending = pending
-        self.handler = ChangeHandler(watch_filter, pending, on_new_dir=self._on_new_dir)
+        self.handler = ChangeHandler(watch_filter, pending, on_folder=self._on_folder)
         self._factories = (observer_factory, polling_factory)
         self._lock = threading.Lock()
-        self._watched: set[Path] = set()
+        self._watched: dict[Path, ObservedWatch] = {}
         self.observer: BaseObserver | None = None
         self.fallback: str | None = None
 
@@ -293,27 +298,32 @@ class Watcher:
 
     def _start(self, factory: ObserverFactory) -> BaseObserver:
         observer = factory()
-        self._watched = set()
+        self._watched = {}
         try:
             for folder, recursive in self.filter.watched_dirs():
-                observer.schedule(self.handler, str(folder), recursive=recursive)
+                watch = observer.schedule(self.handler, str(folder), recursive=recursive)
                 if recursive:
-                    self._watched.add(folder)
+                    self._watched[folder] = watch
             observer.start()
         except BaseException:
             _stop(observer)
             raise
         return observer
 
-    def _on_new_dir(self, folder: Path) -> None:
-        """``content/``, ``data/`` or ``templates/`` created after start: watch it too."""
+    def _on_folder(self, folder: Path, present: bool) -> None:
+        """``content/``, ``data/`` or ``templates/`` created (again) or removed after start."""
         if folder.parent != self.filter.root or folder.name not in SOURCE_DIRS:
             return
         with self._lock:
-            if self.observer is None or folder in self._watched:
+            if self.observer is None:
                 return
-            self._watched.add(folder)
-            self.observer.schedule(self.handler, str(folder), recursive=True)
+            watch = self._watched.pop(folder, None)
+            if watch is not None:
+                # The old watch follows the folder's inode (moved away) or is dead (deleted).
+                with contextlib.suppress(KeyError, OSError):
+                    self.observer.unschedule(watch)
+            if present:
+                self._watched[folder] = self.observer.schedule(self.handler, str(folder), recursive=True)
 
     def stop(self) -> None:
         if self.observer is not None:

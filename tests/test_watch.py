@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -351,6 +352,32 @@ class ExhaustedObserver(PollingObserver):
 
     def start(self) -> None:
         raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+
+def test_source_folder_removed_and_created_again_is_watched_again(root: Path) -> None:
+    pending = PendingChanges(quiet=0.05)
+    watcher = Watcher(make_filter(root), pending)
+    watcher.start()
+    try:
+        base = root / "templates/base.html"
+        base.write_text("one", encoding="utf-8")
+        collect_until(pending, {base})
+        shutil.rmtree(root / "templates")
+        collect_until(pending, {root / "templates"})
+        base.parent.mkdir()
+        base.write_text("two", encoding="utf-8")
+        collect_until(pending, {base})
+        base.write_text("three", encoding="utf-8")
+        assert collect_until(pending, {base}) == {base}
+        # Moved away: what happens in the old folder is no longer the site's.
+        os.rename(root / "templates", root / "templates.old")
+        collect_until(pending, {root / "templates"})
+        (root / "templates.old/base.html").write_text("four", encoding="utf-8")
+        (root / "content/recipes/tiny.md").write_text("x", encoding="utf-8")
+        seen = collect_until(pending, {root / "content/recipes/tiny.md"})
+        assert seen == {root / "content/recipes/tiny.md"}
+    finally:
+        watcher.stop()
 
 
 def test_inotify_out_of_watches_falls_back_to_polling(root: Path) -> None:
