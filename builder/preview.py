@@ -41,7 +41,9 @@ class PreviewBuilder:
                 config = load_config(self.root, self.out)
             except BuilderError as exc:  # e.g. a broken site.yaml at start-up: retried on the next change
                 return RebuildResult(problems=(exc.problem(),))
-            self.engine = IncrementalBuilder(config)
+            # Render in this process: forking a process that runs threads (HTTP, watcher, DuckDB's
+            # pool) can leave a child waiting forever on a lock another thread held at fork time.
+            self.engine = IncrementalBuilder(config, workers=1)
         report = self.engine.build(None if changed is None else set(changed))
         if report.problems:
             return RebuildResult(problems=tuple(report.problems), warnings=tuple(report.warnings))
