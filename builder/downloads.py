@@ -324,10 +324,19 @@ def download_files(site: Site, recon: Reconciliation, markdown: Markdown) -> Out
     return out
 
 
-STATUS_DOCS: dict[str, tuple[str, str]] = {
+# Columns the build adds, and row fields whose export differs from the row file's spelling.
+EXPORT_DOCS: dict[str, tuple[str, str]] = {
     "row_id": (
         "integer",
         "Position of the row in this build (files in path order, then line order); not stable across builds.",
+    ),
+    "prompt_tokens": (
+        "integer",
+        "Prompt length in tokens; empty (null) where the source does not give it (`unknown` in the row file).",
+    ),
+    "context_tokens": (
+        "integer",
+        "Prefix depth already in context before the prompt; 0 where the row file leaves it empty.",
     ),
     "status": (
         "text",
@@ -347,8 +356,8 @@ def column_docs() -> list[tuple[str, str, str]]:
     """(column, type, meaning) of every column of the row exports, from the row model's docstrings."""
     out = []
     for name in EXPORT_COLUMNS:
-        if name in STATUS_DOCS:
-            kind, text = STATUS_DOCS[name]
+        if name in EXPORT_DOCS:
+            kind, text = EXPORT_DOCS[name]
         else:
             info = Row.model_fields[name]
             kind = _kind(str(info.annotation))
