@@ -122,32 +122,23 @@ class Parsed:
         return self._env[text]
 
 
-def _field_values(runs: list[Run], parsed: Parsed) -> list[dict[str, str | None]]:
-    """Per run, field name → recorded value (``None`` = not recorded)."""
-    out: list[dict[str, str | None]] = []
-    flag_names: set[str] = set()
-    env_names: set[str] = set()
-    maps = []
-    for run in runs:
-        flags, env = parsed.flags(run.flags), parsed.env(run.env)
-        maps.append((flags, env))
-        flag_names.update(flags or ())
-        env_names.update(env or ())
-    for run, (flags, env) in zip(runs, maps, strict=True):
-        values: dict[str, str | None] = {
-            "engine": run.engine,
-            "engine_version": None if run.engine_version == "unknown" else run.engine_version,
-            "engine_build": run.engine_build,
-            "node": run.node,
-            "driver": _joined(run.drivers),
-            "harness": _joined(run.harnesses),
-        }
-        for name in sorted(flag_names):
-            values[name] = None if flags is None else flags.get(name, "(absent)")
-        for name in sorted(env_names):
-            values[f"env:{name}"] = None if env is None else env.get(name, "(unset)")
-        out.append(values)
-    return out
+def _field_columns(runs: list[Run], parsed: Parsed) -> dict[str, list[str | None]]:
+    """Field name → the recorded value of each run (``None`` = not recorded), in the runs' order."""
+    flag_maps = [parsed.flags(run.flags) for run in runs]
+    env_maps = [parsed.env(run.env) for run in runs]
+    columns: dict[str, list[str | None]] = {
+        "engine": [run.engine for run in runs],
+        "engine_version": [None if run.engine_version == "unknown" else run.engine_version for run in runs],
+        "engine_build": [run.engine_build for run in runs],
+        "node": [run.node for run in runs],
+        "driver": [_joined(run.drivers) for run in runs],
+        "harness": [_joined(run.harnesses) for run in runs],
+    }
+    for name in sorted({name for m in flag_maps if m for name in m}):
+        columns[name] = [None if m is None else m.get(name, "(absent)") for m in flag_maps]
+    for name in sorted({name for m in env_maps if m for name in m}):
+        columns[f"env:{name}"] = [None if m is None else m.get(name, "(unset)") for m in env_maps]
+    return columns
 
 
 @dataclass(frozen=True)
@@ -161,18 +152,18 @@ class Explanation:
 def explain(departing: list[Run], reference: list[Run], parsed: Parsed) -> Explanation:
     """Which recorded differences between the two sides could explain the disagreement."""
     everyone = sorted(departing + reference, key=lambda r: (r.date, r.node))
-    values = _field_values(everyone, parsed)
-    by_run = {id(run): v for run, v in zip(everyone, values, strict=True)}
+    leaving = {id(run) for run in departing}
+    d_idx = [i for i, run in enumerate(everyone) if id(run) in leaving]
+    r_idx = [i for i, run in enumerate(everyone) if id(run) not in leaving]
+    columns = _field_columns(everyone, parsed)
     explained: list[Difference] = []
     ruled: list[RuledOut] = []
     unrecorded: list[str] = []
-    for name in values[0]:
-        ordered = [v[name] for v in values]
-        known = [v for v in ordered if v is not None]
-        if len(set(known)) <= 1 and len(known) == len(ordered):
+    for name, column in columns.items():
+        if column[0] is not None and column.count(column[0]) == len(column):
             continue  # the same everywhere: cannot tell the runs apart
-        d_vals = [by_run[id(r)][name] for r in departing]
-        r_vals = [by_run[id(r)][name] for r in reference]
+        d_vals = [column[i] for i in d_idx]
+        r_vals = [column[i] for i in r_idx]
         d_known = {v for v in d_vals if v is not None}
         r_known = {v for v in r_vals if v is not None}
         if not d_known or not r_known:
@@ -182,39 +173,26 @@ def explain(departing: list[Run], reference: list[Run], parsed: Parsed) -> Expla
             if None in d_vals or None in r_vals:
                 unrecorded.append(name)
             continue
-        distinct = tuple(dict.fromkeys(known))
+        distinct = tuple(v for v in dict.fromkeys(column) if v is not None)
         shared = d_known & r_known
         if shared:
-            control, dep, value = _control(departing, reference, by_run, name, shared)
-            ruled.append(RuledOut(name, distinct, value, control, dep))
+            # The earliest reference run sharing a departing value is the control.
+            ref = next(i for i in r_idx if column[i] in shared)
+            dep = next(i for i in d_idx if column[i] == column[ref])
+            value = column[ref]
+            assert value is not None
+            ruled.append(RuledOut(name, distinct, value, everyone[ref], everyone[dep]))
         else:
-            explained.append(
-                Difference(name, distinct, tuple(dict.fromkeys(sorted(d_known))), tuple(sorted(r_known)))
-            )
-    return Explanation(tuple(explained), tuple(ruled), tuple(unrecorded), _advice(everyone, values))
+            explained.append(Difference(name, distinct, tuple(sorted(d_known)), tuple(sorted(r_known))))
+    return Explanation(tuple(explained), tuple(ruled), tuple(unrecorded), _advice(everyone, columns))
 
 
-def _control(
-    departing: list[Run],
-    reference: list[Run],
-    by_run: dict[int, dict[str, str | None]],
-    name: str,
-    shared: set[str],
-) -> tuple[Run, Run, str]:
-    for ref in sorted(reference, key=lambda r: (r.date, r.node)):
-        value = by_run[id(ref)][name]
-        if value in shared:
-            dep = next(d for d in departing if by_run[id(d)][name] == value)
-            return ref, dep, value
-    raise AssertionError("a shared value has a control run")  # pragma: no cover
-
-
-def _advice(runs: list[Run], values: list[dict[str, str | None]]) -> tuple[str, ...]:
-    missing = [name for name in ("engine_build", "driver") if any(v[name] is None for v in values)]
+def _advice(runs: list[Run], columns: dict[str, list[str | None]]) -> tuple[str, ...]:
+    missing = [name for name in ("engine_build", "driver") if None in columns[name]]
     advice: list[str] = []
     if missing:
         advice.append("Record " + " and ".join(NOT_RECORDED_ADVICE[n] for n in missing) + " with every run.")
-    builds = {v["engine_build"] for v in values}
+    builds = set(columns["engine_build"])
     if len(builds) == 1 and None not in builds:
         build = next(iter(builds))
         assert build is not None

@@ -31,7 +31,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 K = 4.0
 """Band half-width in noise standard deviations."""
@@ -57,24 +60,58 @@ def band_from_variance(variance: float) -> float:
 # --------------------------------------------------------------------------------------------- runs
 
 
+RunMeta = tuple[str | None, str | None, str | None, tuple[str, ...], tuple[str, ...]]
+"""engine, flags, env (as the run's first trial typed them), drivers, harnesses."""
+
+
+class TrialDetails:
+    """Per-trial metadata of one fetch of runs, read on first use.
+
+    Detection needs only each run's values; the metadata (row ids, file lines, flags, env, driver,
+    harness) is read only for runs that end up in a finding, so it is loaded lazily: per column,
+    and per run as a whole (``meta``) when the fetch can summarise its runs in bulk.
+    """
+
+    COLUMNS = ("row_id", "file_id", "file_row", "engine", "flags", "env", "driver", "harness")
+
+    def __init__(
+        self, load: Callable[[str], list[Any]], load_meta: Callable[[], list[RunMeta]] | None = None
+    ) -> None:
+        self._load = load
+        self._load_meta = load_meta
+        self._columns: dict[str, list[Any]] = {}
+        self._meta: list[RunMeta] | None = None
+
+    def column(self, name: str) -> list[Any]:
+        if name not in self._columns:
+            self._columns[name] = self._load(name)
+        return self._columns[name]
+
+    def meta(self, index: int) -> RunMeta | None:
+        if self._load_meta is None:
+            return None
+        if self._meta is None:
+            self._meta = self._load_meta()
+        return self._meta[index]
+
+
 @dataclass
 class Run:
     """One run's trials at one setting, for one metric, with the metadata that can explain a change."""
 
     date: dt.date
     node: str
-    engine: str
     engine_version: str
     engine_build: str | None
-    flags: str | None
-    env: str | None
-    drivers: tuple[str, ...]
-    harnesses: tuple[str, ...]
     trials: list[float]
     outputs: list[int | None]
-    row_ids: list[int]
-    locations: list[tuple[int, int]]
-    """(file_id, file_row) per trial."""
+    details: TrialDetails
+    positions: Sequence[int]
+    """This run's trials in :attr:`details`, in file order."""
+    default_engine: str = ""
+    """The recipe's engine, for rows that do not name one."""
+    index: int | None = None
+    """This run's index in :meth:`TrialDetails.meta`, when the fetch summarised its runs."""
     mu: float = math.nan
     """Mean of the log trials (computed when not given)."""
     ss: float = math.nan
@@ -86,26 +123,74 @@ class Run:
             self.mu = sum(logs) / len(logs)
             self.ss = sum((x - self.mu) ** 2 for x in logs)
 
+    def _each(self, name: str) -> list[Any]:
+        column = self.details.column(name)
+        positions = self.positions
+        if isinstance(positions, range) and positions.step == 1:
+            return column[positions.start : positions.stop]
+        return [column[i] for i in positions]
+
     @property
     def value(self) -> float:
         """The run's figure: the median of its trials."""
         return float(statistics.median(self.trials))
 
+    @cached_property
+    def row_ids(self) -> list[int]:
+        return self._each("row_id")
+
+    @cached_property
+    def locations(self) -> list[tuple[int, int]]:
+        """(file_id, file_row) per trial."""
+        return list(zip(self._each("file_id"), self._each("file_row"), strict=True))
+
+    @cached_property
+    def _meta(self) -> tuple[str, str | None, str | None, tuple[str, ...], tuple[str, ...]]:
+        """engine, flags, env (as the first trial typed them), drivers, harnesses: read together."""
+        summary = self.details.meta(self.index) if self.index is not None else None
+        if summary is None:
+            summary = (
+                min(filter(None, self._each("engine")), default=None),
+                self._each("flags")[0],
+                self._each("env")[0],
+                tuple(sorted(set(filter(None, self._each("driver"))))),
+                tuple(sorted(set(filter(None, self._each("harness"))))),
+            )
+        engine, flags, env, drivers, harnesses = summary
+        return (engine or self.default_engine, flags, env, drivers, harnesses)
+
+    @property
+    def engine(self) -> str:
+        return self._meta[0]
+
+    @property
+    def flags(self) -> str | None:
+        return self._meta[1]
+
+    @property
+    def env(self) -> str | None:
+        return self._meta[2]
+
+    @property
+    def drivers(self) -> tuple[str, ...]:
+        return self._meta[3]
+
+    @property
+    def harnesses(self) -> tuple[str, ...]:
+        return self._meta[4]
+
     def restricted(self, keep: list[int]) -> Run:
+        """The same run with only the trials at indices ``keep``."""
         return Run(
             self.date,
             self.node,
-            self.engine,
             self.engine_version,
             self.engine_build,
-            self.flags,
-            self.env,
-            self.drivers,
-            self.harnesses,
             [self.trials[i] for i in keep],
             [self.outputs[i] for i in keep],
-            [self.row_ids[i] for i in keep],
-            [self.locations[i] for i in keep],
+            self.details,
+            [self.positions[i] for i in keep],
+            self.default_engine,
         )
 
 

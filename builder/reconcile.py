@@ -13,16 +13,18 @@ reports the results that do not reproduce (its docstring holds the noise model),
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-import pyarrow as pa
+import numpy as np
 
 from builder.annotations import LocatedAnnotation, attach_annotations
 from builder.errors import Problems
 from builder.findings import Finding, find_non_reproduction
 from builder.flags import FlagSyntaxError, FlagValue, flag_map, format_value, parse_env
 from builder.load import Recipe, Site
+from builder.run_groups import combinations
 
 MATCHES = "matches"
 DIFFERS = "differs"
@@ -53,14 +55,17 @@ class RowStatus:
 
 @dataclass
 class Reconciliation:
-    """Per-row statuses (keyed by ``row_id``) and the findings of non-reproduction."""
+    """Per-row statuses (by ``row_id``) and the findings of non-reproduction."""
 
-    statuses: dict[int, RowStatus] = field(default_factory=dict)
+    kinds: list[RowStatus] = field(default_factory=list)
+    """The distinct statuses, one per combination of recorded metadata."""
+    kind_of_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    """``row_id`` → index into :attr:`kinds` (rows are many, combinations few)."""
     findings: list[Finding] = field(default_factory=list)
     """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
 
     def status(self, row_id: int) -> RowStatus:
-        return self.statuses[row_id]
+        return self.kinds[int(self.kind_of_row[row_id])]
 
     def findings_for(self, recipe: str) -> list[Finding]:
         return [f for f in self.findings if f.recipe == recipe]
@@ -90,6 +95,8 @@ def status_for(
     flags: str | None,
     env: str | None,
     hardware: str | None,
+    parse_flags: Callable[[str], dict[str, FlagValue]] = flag_map,
+    parse_environment: Callable[[str], dict[str, str]] = parse_env,
 ) -> RowStatus:
     """Compare one combination of recorded metadata with the recipe."""
     meta = recipe.meta
@@ -107,7 +114,7 @@ def status_for(
         unrecorded.append("flags")
     else:
         try:
-            diffs.extend(_flag_differences(flag_map(flags), recipe.flags))
+            diffs.extend(_flag_differences(parse_flags(flags), recipe.flags))
         except FlagSyntaxError:
             unrecorded.append("flags")
     if env is None:
@@ -115,7 +122,7 @@ def status_for(
             unrecorded.append("env")
     else:
         try:
-            row_env = parse_env(env)
+            row_env = parse_environment(env)
         except FlagSyntaxError:
             row_env = {}
             unrecorded.append("env")
@@ -131,40 +138,55 @@ def status_for(
     return RowStatus(MATCHES)
 
 
+class _Cache:
+    """A parser memoised per distinct string (strings repeat across combinations)."""
+
+    def __init__(self, parse: Callable[[str], Any]) -> None:
+        self.parse = parse
+        self.done: dict[str, Any] = {}
+        self.failed: dict[str, FlagSyntaxError] = {}
+
+    def __call__(self, text: str) -> Any:
+        if text in self.failed:
+            raise self.failed[text]
+        if text not in self.done:
+            try:
+                self.done[text] = self.parse(text)
+            except FlagSyntaxError as exc:
+                self.failed[text] = exc
+                raise
+        return self.done[text]
+
+
 def reconcile_rows(
     site: Site, annotations: Sequence[LocatedAnnotation] = (), problems: Problems | None = None
 ) -> Reconciliation:
     """Status of every row (one Python comparison per distinct metadata combination), the findings
     of non-reproduction and their annotations. An annotation that selects no finding is an error,
     added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given)."""
-    node_hw = pa.table(
-        {
-            "node": pa.array(list(site.nodes), pa.string()),
-            "hardware": pa.array([n.hardware for n in site.nodes.values()], pa.string()),
-        }
-    )
-    site.con.register("_node_hw", node_hw)
-    try:
-        combos = site.con.execute(
-            """
-            SELECT r.recipe, r.engine, r.engine_version, r.flags, r.env, h.hardware, list(r.row_id)
-            FROM rows r LEFT JOIN _node_hw h USING (node)
-            GROUP BY ALL
-            """
-        ).fetchall()
-    finally:
-        site.con.unregister("_node_hw")
-    result = Reconciliation()
-    for recipe_slug, engine, version, flags, env, hardware, row_ids in combos:
-        recipe = site.recipes.get(recipe_slug)
-        if recipe is None:
-            continue
+    # One status per distinct combination of recorded metadata (a handful, even over 100k rows),
+    # each flags/env string parsed once; the per-row index is built with numpy.
+    combos = combinations(site)
+    flags_cache = _Cache(flag_map)
+    env_cache = _Cache(parse_env)
+    kinds: dict[RowStatus, int] = {}
+    kind_of_combo = []
+    for i in range(len(combos)):
+        node = combos.node[i]
         status = status_for(
-            recipe, engine=engine, engine_version=version, flags=flags, env=env, hardware=hardware
+            site.recipes[combos.recipe[i]],  # ingest refuses rows of unknown recipes
+            engine=combos.engine[i],
+            engine_version=combos.engine_version[i],
+            flags=combos.flags[i],
+            env=combos.env[i],
+            hardware=site.nodes[node].hardware if node in site.nodes else None,
+            parse_flags=flags_cache,
+            parse_environment=env_cache,
         )
-        for row_id in row_ids:
-            result.statuses[row_id] = status
-    result.findings = find_non_reproduction(site)
+        kind_of_combo.append(kinds.setdefault(status, len(kinds)))
+    kind_of_row = np.asarray(kind_of_combo, np.int32)[combos.of_row_id] if len(combos) else combos.of_row_id
+    result = Reconciliation(list(kinds), kind_of_row)
+    result.findings = find_non_reproduction(site, combos)
     if annotations:
         collected = problems if problems is not None else Problems()
         attach_annotations(result.findings, annotations, collected)

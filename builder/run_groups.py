@@ -1,0 +1,316 @@
+"""Rows grouped into runs per setting and metric, in DuckDB; only groups that could split reach Python.
+
+A *run* is the rows of one recipe with the same date, node, engine_version, engine_build, flags and
+env (flags and env by their normalised form); a *group* is the runs of one recipe at one setting
+(hardware, prompt_tokens, context_tokens, concurrency) for one metric. Rows without a prompt length
+take no part.
+
+For speed every grouping column becomes an integer first: strings are dictionary-encoded with Arrow
+kernels, flags and env map to the id of their normalised form (parsed once per distinct string),
+nodes to their hardware. One pass of conditional aggregates then summarises every metric of every
+run (count, mean and sum of squares of the log values); the run summaries, a few per setting, are
+unpivoted into groups. A group can only produce a finding when the widest gap between neighbouring
+run means exceeds the narrowest band :mod:`builder.noise` could use for it, so only those groups
+(and groups whose rows give different output_tokens) are fetched, as flat trial rows; the display
+columns of those rows are taken from the Arrow table by position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from builder.flags import FlagSyntaxError, flag_map, format_value, parse_env
+from builder.models import METRICS
+from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K, Run, RunMeta, TrialDetails
+
+if TYPE_CHECKING:
+    from builder.load import Site
+
+GroupKey = tuple[str, str, str, int, int, int]
+"""(recipe, metric, hardware, prompt_tokens, context_tokens, concurrency)."""
+
+_SETTING = "recipe, hardware, prompt_tokens, context_tokens, concurrency"
+_GROUP = f"{_SETTING}, metric"
+_RUN = "date, run_class"
+_LOGS = ", ".join(f"{m}, CASE WHEN {m} > 0 THEN ln({m}) END AS l_{m}" for m in METRICS)
+_RUN_STATS = ", ".join(
+    f"count(l_{m}) AS n_{m}, avg(l_{m}) AS mu_{m}, coalesce(var_pop(l_{m}) * count(l_{m}), 0) AS ss_{m}"
+    for m in METRICS
+)
+_METRIC_RUNS = " UNION ALL ".join(
+    f"SELECT {_SETTING}, {i} AS metric, n_{m} AS n, mu_{m} AS mu, ss_{m} AS ss, olo, ohi FROM runs WHERE n_{m} > 0"
+    for i, m in enumerate(METRICS)
+)
+_VALUE = "CASE c.metric " + " ".join(f"WHEN {i} THEN b.{m}" for i, m in enumerate(METRICS)) + " END"
+
+# Log values: bands are relative, and a zero cannot be compared on a ratio scale, so it takes no part.
+_SQL = f"""
+WITH base AS (
+    SELECT pos, {_SETTING}, output_tokens, {_RUN}, {_LOGS} FROM _f_rows WHERE prompt_tokens IS NOT NULL
+), runs AS MATERIALIZED (
+    SELECT {_SETTING}, {_RUN}, {_RUN_STATS}, min(output_tokens) AS olo, max(output_tokens) AS ohi
+    FROM base GROUP BY ALL
+), metric_runs AS (
+    {_METRIC_RUNS}
+), groups AS (
+    SELECT {_GROUP}, count(*) AS m, sum(n - 1) AS dof_w, sum(ss) AS ss_w, list_sort(list(mu)) AS mus,
+           coalesce(min(olo) < max(ohi), false) AS split_out
+    FROM metric_runs GROUP BY ALL HAVING count(*) >= 2
+), candidates AS (
+    -- The narrowest band the Python pass could use for this group: a group whose widest gap
+    -- between neighbouring run means stays within it cannot split. Groups whose rows give
+    -- different output_tokens may split by that rule and are always walked ($all walks every
+    -- group: the tests' reference path).
+    SELECT {_GROUP} FROM groups
+    WHERE $all OR split_out
+       OR list_max(list_transform(range(1, m), lambda i: mus[i + 1] - mus[i])) > 0.999999 * greatest(
+          $floor,
+          $k * sqrt(CASE WHEN dof_w > 0 THEN ($prior + ss_w) / ($nu0 + dof_w) ELSE $prior / ($nu0 + m - 1) END))
+)
+SELECT c.metric, b.recipe, b.hardware, b.prompt_tokens, b.context_tokens, b.concurrency,
+       b.date, b.run_class, b.pos, {_VALUE} AS value
+FROM _f_rows b JOIN candidates c USING ({_SETTING})
+WHERE {_VALUE} > 0
+ORDER BY {_GROUP}, {_RUN}, pos
+"""
+
+
+def _canon_flags(text: str) -> str:
+    return json.dumps(sorted((k, format_value(v)) for k, v in flag_map(text).items()))
+
+
+def _canon_env(text: str) -> str:
+    return json.dumps(sorted(parse_env(text).items()))
+
+
+@dataclass
+class Combinations:
+    """The distinct combinations of recorded metadata, and each row's.
+
+    One ``GROUP BY`` serves both row statuses (:mod:`builder.reconcile`) and runs (here): a run is
+    a date plus a combination's recipe, node, engine_version, engine_build, flags and env.
+    """
+
+    recipe: list[str]
+    engine: list[str | None]
+    engine_version: list[str]
+    flags: list[str | None]
+    env: list[str | None]
+    node: list[str]
+    engine_build: list[str | None]
+    of_row_id: np.ndarray
+    """``row_id`` → combination index."""
+
+    def __len__(self) -> int:
+        return len(self.recipe)
+
+
+_COMBINATION = ("recipe", "engine", "engine_version", "flags", "env", "node", "engine_build")
+
+
+def combinations(site: Site) -> Combinations:
+    table = site.con.sql(
+        f"SELECT {', '.join(_COMBINATION)}, list(row_id) AS ids FROM rows GROUP BY ALL"
+    ).to_arrow_table()
+    columns = {name: table.column(name).to_pylist() for name in _COMBINATION}
+    ids = table.column("ids").combine_chunks() if table.num_rows else pa.array([], pa.list_(pa.int32()))
+    flat = ids.flatten().to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
+    of_row_id = np.zeros(int(flat.max()) + 1 if len(flat) else 0, np.int32)
+    of_row_id[flat] = np.repeat(np.arange(table.num_rows, dtype=np.int32), lengths)
+    return Combinations(**columns, of_row_id=of_row_id)
+
+
+class _Codes:
+    """The slim all-integer table DuckDB groups, and what its codes stand for."""
+
+    def __init__(self, site: Site, combos: Combinations) -> None:
+        rows = site.rows
+        flag_keys: dict[str, int] = {}
+        env_keys: dict[str, int] = {}
+        classes: dict[tuple[Any, ...], int] = {}
+        recipes: dict[str, int] = {}
+        self.hardware = sorted({node.hardware for node in site.nodes.values()})
+        hw_index = {hw: i for i, hw in enumerate(self.hardware)}
+        class_of, recipe_of, hw_of = [], [], []
+        canonical: dict[tuple[str, str], str] = {}  # strings repeat across combinations
+
+        def form(text: str, canon: Callable[[str], str]) -> str:
+            key = (canon.__name__, text)
+            if key not in canonical:
+                canonical[key] = _canonical(text, canon)
+            return canonical[key]
+
+        for i in range(len(combos)):
+            flags, env = combos.flags[i], combos.env[i]
+            key = (
+                combos.recipe[i],
+                combos.node[i],
+                combos.engine_version[i],
+                combos.engine_build[i],
+                None if flags is None else flag_keys.setdefault(form(flags, _canon_flags), len(flag_keys)),
+                None if env is None else env_keys.setdefault(form(env, _canon_env), len(env_keys)),
+            )
+            class_of.append(classes.setdefault(key, len(classes)))
+            recipe_of.append(recipes.setdefault(combos.recipe[i], len(recipes)))
+            hw_of.append(hw_index[site.nodes[combos.node[i]].hardware])  # ingest checks every node
+        self.recipes = list(recipes)
+        self.classes = list(classes)
+        """Per run class: (recipe, node, engine_version, engine_build, flags key, env key)."""
+        combo = pa.array(combos.of_row_id[rows.column("row_id").to_numpy()])
+        columns: dict[str, Any] = {
+            "pos": pa.array(np.arange(rows.num_rows, dtype=np.int32)),
+            "recipe": pc.take(pa.array(recipe_of, pa.int32()), combo),
+            "hardware": pc.take(pa.array(hw_of, pa.int32()), combo),
+            "prompt_tokens": rows.column("prompt_tokens"),
+            "context_tokens": rows.column("context_tokens"),
+            "concurrency": rows.column("concurrency"),
+            "output_tokens": rows.column("output_tokens"),
+            "date": rows.column("date"),
+            "run_class": pc.take(pa.array(class_of, pa.int32()), combo),
+        }
+        for metric in METRICS:
+            columns[metric] = rows.column(metric)
+        self.table = pa.table(columns)
+
+
+def _canonical(text: str, canon: Callable[[str], str]) -> str:
+    try:
+        return canon(text)
+    except FlagSyntaxError:
+        return "raw:" + text  # unreadable: equal only to itself
+
+
+def candidate_runs(
+    site: Site, combos: Combinations | None = None, *, exhaustive: bool = False
+) -> dict[GroupKey, list[Run]]:
+    """The runs of every group that could hold a finding (``exhaustive``: of every group)."""
+    if site.rows.num_rows == 0:
+        return {}
+    codes = _Codes(site, combos if combos is not None else combinations(site))
+    site.con.register("_f_rows", codes.table)
+    try:
+        params = {
+            "all": exhaustive,
+            "floor": FLOOR,
+            "k": K,
+            "prior": PRIOR_DOF * SIGMA0 * SIGMA0,
+            "nu0": PRIOR_DOF,
+        }
+        trials = site.con.sql(_SQL, params=params).to_arrow_table()
+    finally:
+        site.con.unregister("_f_rows")
+    if trials.num_rows == 0:
+        return {}
+    return _runs(trials, codes, site)
+
+
+def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Run]]:
+    """Cut the flat, ordered trial rows into runs: boundaries, means and sums of squares with numpy,
+    the rest by list slicing (no Python loop over trials)."""
+    key_names = (
+        "metric",
+        "recipe",
+        "hardware",
+        "prompt_tokens",
+        "context_tokens",
+        "concurrency",
+        *_RUN.split(", "),
+    )
+    n = trials.num_rows
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for name in key_names:
+        column = trials.column(name).combine_chunks()
+        # Nulls (engine_build, flags, env not recorded) compare as a value of their own.
+        values = pc.fill_null(column, -1) if name != "date" else column
+        array = values.to_numpy(zero_copy_only=False)
+        change[1:] |= array[1:] != array[:-1]
+    starts = np.flatnonzero(change)
+    ends = np.append(starts[1:], n)
+    logs = np.log(trials.column("value").to_numpy())
+    counts = ends - starts
+    mus = np.add.reduceat(logs, starts) / counts
+    sss = np.add.reduceat((logs - np.repeat(mus, counts)) ** 2, starts)
+
+    firsts = trials.take(pa.array(starts))
+    head = {name: firsts.column(name).to_pylist() for name in key_names}
+    value = trials.column("value").to_pylist()
+    output = site.rows.column("output_tokens").take(trials.column("pos")).to_pylist()
+    positions = trials.column("pos")
+
+    shown: list[pa.Table] = []
+
+    def table() -> pa.Table:
+        if not shown:
+            shown.append(site.rows.select(list(TrialDetails.COLUMNS)).take(positions))
+        return shown[0]
+
+    def load_meta() -> list[RunMeta]:
+        """Each run's engine, flags, env, drivers and harnesses, aggregated by Arrow in one pass."""
+        trials_meta = table()
+        run = pa.array(np.repeat(np.arange(len(starts), dtype=np.int32), counts))
+        summary = (
+            pa.table(
+                {
+                    "run": run,
+                    "engine": trials_meta.column("engine"),
+                    "driver": trials_meta.column("driver"),
+                    "harness": trials_meta.column("harness"),
+                }
+            )
+            .group_by("run", use_threads=False)
+            .aggregate([("engine", "min"), ("driver", "distinct"), ("harness", "distinct")])
+            .sort_by("run")
+        )
+        firsts = trials_meta.take(pa.array(starts))
+        return list(
+            zip(
+                summary.column("engine_min").to_pylist(),
+                firsts.column("flags").to_pylist(),
+                firsts.column("env").to_pylist(),
+                (tuple(sorted(v)) for v in summary.column("driver_distinct").to_pylist()),
+                (tuple(sorted(v)) for v in summary.column("harness_distinct").to_pylist()),
+                strict=True,
+            )
+        )
+
+    details = TrialDetails(lambda name: table().column(name).to_pylist(), load_meta)
+    engines = {slug: recipe.meta.engine for slug, recipe in site.recipes.items()}
+    groups: dict[GroupKey, list[Run]] = defaultdict(list)
+    for r, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        recipe = codes.recipes[head["recipe"][r]]
+        group: GroupKey = (
+            recipe,
+            METRICS[head["metric"][r]],
+            codes.hardware[head["hardware"][r]],
+            head["prompt_tokens"][r],
+            head["context_tokens"][r],
+            head["concurrency"][r],
+        )
+        _, node, version, build, _, _ = codes.classes[head["run_class"][r]]
+        groups[group].append(
+            Run(
+                date=head["date"][r],
+                node=node,
+                engine_version=version,
+                engine_build=build,
+                trials=value[lo:hi],
+                outputs=output[lo:hi],
+                details=details,
+                positions=range(lo, hi),
+                default_engine=engines.get(recipe, ""),
+                index=r,
+                mu=float(mus[r]),
+                ss=float(sss[r]),
+            )
+        )
+    return groups
