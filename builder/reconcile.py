@@ -63,8 +63,14 @@ class Reconciliation:
     """``row_id`` → index into :attr:`kinds` (rows are many, combinations few)."""
     findings: list[Finding] = field(default_factory=list)
     """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
+    statuses: dict[int, RowStatus] = field(default_factory=dict)
+    """Statuses set one by one (tests, hand-made reconciliations); they take precedence."""
 
     def status(self, row_id: int) -> RowStatus:
+        if self.statuses:
+            given = self.statuses.get(row_id)
+            if given is not None:
+                return given
         return self.kinds[int(self.kind_of_row[row_id])]
 
     def findings_for(self, recipe: str) -> list[Finding]:
