@@ -67,15 +67,15 @@ class RuledOut:
     control: Run
     departing: Run
 
-    def reason(self, metric: str) -> str:
+    def reason(self) -> str:
         return (
             f"the {self.control.date.isoformat()} run on {self.control.node} also has {self.field} = "
             f"{self.shared}, like the {self.departing.date.isoformat()} run, yet reads "
-            f"{fmt_value(self.control.value)} against {fmt_value(self.departing.value)} {metric}, "
+            f"{fmt_value(self.control.value)} against {fmt_value(self.departing.value)}, "
             "as far off as the runs that differ in it"
         )
 
-    def as_json(self, metric: str) -> dict[str, Any]:
+    def as_json(self) -> dict[str, Any]:
         return {
             "field": self.field,
             "values": list(self.values),
@@ -85,7 +85,7 @@ class RuledOut:
                 "node": self.control.node,
                 "value": self.control.value,
             },
-            "reason": self.reason(metric),
+            "reason": self.reason(),
         }
 
 

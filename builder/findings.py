@@ -176,7 +176,7 @@ class Finding:
             )
         else:
             parts.append("Unexplained by the recorded metadata.")
-        parts.extend(f"{r.field} ruled out: {r.reason(self.metric)}." for r in exp.ruled_out)
+        parts.extend(f"{r.field} ruled out: {r.reason()}." for r in exp.ruled_out)
         return " ".join(parts)
 
     def as_json(self) -> dict[str, Any]:
@@ -209,7 +209,7 @@ class Finding:
             "band": round(self.noise.relative, 4),
             "noise": self.noise.source,
             "explained_by": [d.as_json() for d in exp.explained_by],
-            "ruled_out": [r.as_json(self.metric) for r in exp.ruled_out],
+            "ruled_out": [r.as_json() for r in exp.ruled_out],
             "unrecorded": list(exp.unrecorded),
             "explanation": self.explanation_text(),
             "advice": list(exp.advice),
