@@ -89,6 +89,8 @@ class Finding:
     line: int
     annotation: dict[str, Any] | None = None
     """The curator's entry from ``data/annotations.yaml``, once attached."""
+    ordinal: int = 1
+    """Tells apart findings of one setting whose departing runs start on the same date."""
 
     kind = "non_reproducing"
 
@@ -147,6 +149,8 @@ class Finding:
         if s["output_tokens"] is not None:
             parts.append(f"o{s['output_tokens']}")
         parts.append(self.departing.first.isoformat())
+        if self.ordinal > 1:
+            parts.append(str(self.ordinal))
         return "-".join(parts)
 
     def setting_text(self) -> str:
@@ -298,6 +302,12 @@ def find_non_reproduction(
             f.setting["concurrency"],
             f.setting["output_tokens"] or 0,
             f.departing.first,
+            f.departing.value,
         )
     )
+    seen: dict[str, int] = {}
+    for finding in findings:
+        base = finding.id
+        seen[base] = seen.get(base, 0) + 1
+        finding.ordinal = seen[base]
     return findings

@@ -396,3 +396,17 @@ def test_duckdb_prefilter_loses_no_finding(make_site: MakeSite) -> None:
     slow = [f.as_json() for f in find_non_reproduction(loaded.site, exhaustive=True)]
     assert fast == slow
     assert 10 < len(fast) < 60  # the histories do hold findings, and not everywhere
+
+
+def test_two_departures_on_one_date_get_distinct_ids(make_site: MakeSite) -> None:
+    rows = history(
+        run("2026-01-01", 100.0),
+        run("2026-02-01", 100.5),
+        run("2026-03-01", 99.5),
+        run("2026-04-01", 60.0, flags=RECIPE_FLAGS + " --enforce-eager"),
+        run("2026-04-01", 150.0, flags=RECIPE_FLAGS + " --max-num-seqs 64"),
+    )
+    found = findings(make_site, rows)
+    assert sorted(f.departing.value for f in found) == [60.0, 150.0]
+    assert len({f.id for f in found}) == 2
+    assert [fields_of(f.explanation.explained_by) for f in found] == [["--enforce-eager"], ["--max-num-seqs"]]
