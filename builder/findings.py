@@ -276,7 +276,7 @@ def find_non_reproduction(
                 if side is reference:
                     continue
                 first = min(side.runs, key=lambda r: (r.date, r.node))
-                file_id, file_row = first.locations[0]
+                file_id, file_row = first.first_location
                 parsed_file = site.row_files[file_id]
                 findings.append(
                     Finding(

@@ -75,10 +75,14 @@ class TrialDetails:
     COLUMNS = ("row_id", "file_id", "file_row", "engine", "flags", "env", "driver", "harness")
 
     def __init__(
-        self, load: Callable[[str], list[Any]], load_meta: Callable[[], list[RunMeta]] | None = None
+        self,
+        load: Callable[[str], list[Any]],
+        load_meta: Callable[[], list[RunMeta]] | None = None,
+        load_one: Callable[[str, int], Any] | None = None,
     ) -> None:
         self._load = load
         self._load_meta = load_meta
+        self._load_one = load_one
         self._columns: dict[str, list[Any]] = {}
         self._meta: list[RunMeta] | None = None
 
@@ -86,6 +90,12 @@ class TrialDetails:
         if name not in self._columns:
             self._columns[name] = self._load(name)
         return self._columns[name]
+
+    def one(self, name: str, position: int) -> Any:
+        """One trial's value, without reading the whole column when the fetch can avoid it."""
+        if self._load_one is not None and name not in self._columns:
+            return self._load_one(name, position)
+        return self.column(name)[position]
 
     def meta(self, index: int) -> RunMeta | None:
         if self._load_meta is None:
@@ -138,6 +148,12 @@ class Run:
     @cached_property
     def row_ids(self) -> list[int]:
         return self._each("row_id")
+
+    @property
+    def first_location(self) -> tuple[int, int]:
+        """(file_id, file_row) of the first trial."""
+        first = self.positions[0]
+        return self.details.one("file_id", first), self.details.one("file_row", first)
 
     @cached_property
     def locations(self) -> list[tuple[int, int]]:

@@ -283,7 +283,10 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
             )
         )
 
-    details = TrialDetails(lambda name: table().column(name).to_pylist(), load_meta)
+    def load_one(name: str, index: int) -> Any:
+        return site.rows.column(name)[positions[index].as_py()].as_py()
+
+    details = TrialDetails(lambda name: table().column(name).to_pylist(), load_meta, load_one)
     engines = {slug: recipe.meta.engine for slug, recipe in site.recipes.items()}
     groups: dict[GroupKey, list[Run]] = defaultdict(list)
     for r, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
