@@ -11,7 +11,10 @@ estimated from the data in two ways:
 
 Each estimate is shrunk towards a conservative prior, ``sigma0 = ln(1 + DEFAULT_BAND) / K`` worth
 ``PRIOR_DOF`` degrees of freedom: ``sigma^2 = (PRIOR_DOF * sigma0^2 + SS) / (PRIOR_DOF + dof)``. With
-no estimate at all (single-trial runs, none agreeing) the band is the prior's, +/-10 %. A pair of
+no estimate at all (single-trial runs, none agreeing) the band is the prior's, +/-10 %: conservative,
+since repeated serving benchmarks on one machine usually agree within a few percent, so a 10 %
+departure is unlikely to be restart or thermal noise, while the 45 % of a lost fast path is flagged
+whatever the prior. A pair of
 trials cannot narrow it much; many tight trials narrow it towards what the data shows; widely
 scattering trials widen it. When both estimates exist the larger is used. The band is
 ``max(FLOOR, K * sigma)`` with ``K = 4`` and ``FLOOR = ln(1.02)``: a difference of 2 % or less is never
