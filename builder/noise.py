@@ -13,7 +13,7 @@ Each estimate is shrunk towards a conservative prior, ``sigma0 = ln(1 + DEFAULT_
 ``PRIOR_DOF`` degrees of freedom: ``sigma^2 = (PRIOR_DOF * sigma0^2 + SS) / (PRIOR_DOF + dof)``. With
 no estimate at all (single-trial runs, none agreeing) the band is the prior's, +/-10 %: conservative,
 since repeated serving benchmarks on one machine usually agree within a few percent, so a 10 %
-departure is unlikely to be restart or thermal noise, while the 45 % of a lost fast path is flagged
+departure is unlikely to be restart or thermal noise, while a drop like the seed's 45 % is flagged
 whatever the prior. A pair of
 trials cannot narrow it much; many tight trials narrow it towards what the data shows; widely
 scattering trials widen it. When both estimates exist the larger is used. The band is
