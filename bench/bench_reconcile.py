@@ -57,7 +57,7 @@ summary: {SYNTHETIC}.
 """
 
 
-def write_site(root: Path, target_rows: int, seed: int = 7) -> int:
+def write_site(root: Path, target_rows: int, seed: int = 7, regress_every: int = 10) -> int:
     """A site with ~``target_rows`` rows: per recipe 12 settings x 20 runs x ~3.5 trials."""
     rnd = random.Random(seed)
     per_recipe = len(PROMPTS) * len(CONCURRENCY) * 20 * 3.5
@@ -78,7 +78,8 @@ def write_site(root: Path, target_rows: int, seed: int = 7) -> int:
         folder = root / "data" / "rows" / slug
         folder.mkdir()
         base = {(p, c): rnd.uniform(20, 200) / (1 + 0.1 * c) for p in PROMPTS for c in CONCURRENCY}
-        step_day = rnd.randint(8, 18) if r % 10 == 0 else None  # a tenth of recipes regress once
+        regresses = regress_every > 0 and r % regress_every == 0
+        step_day = rnd.randint(8, 18) if regresses else None  # planted: a 20 % drop from that day on
         for day in range(20):
             date = f"2026-{1 + day // 28:02d}-{1 + day % 28:02d}"
             node = nodes[day % len(nodes)]
@@ -124,10 +125,16 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument(
+        "--regress-every",
+        type=int,
+        default=10,
+        help="plant a regression in every Nth recipe (default 10, a stress case; 0: none)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp:
         root = Path(tmp)
-        rows = write_site(root, args.rows)
+        rows = write_site(root, args.rows, regress_every=args.regress_every)
         problems = Problems()
         site = load_site(load_config(root), problems)
         if problems:
@@ -144,7 +151,8 @@ def main() -> int:
         walk_all, _, everything = median_seconds(lambda: find_non_reproduction(site, exhaustive=True), 3)
         assert [f.as_json() for f in everything] == [f.as_json() for f in recon.findings]
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print(f"findings: {len(recon.findings)} (one regression planted in every tenth recipe)")
+        planted = f"every {args.regress_every}th recipe" if args.regress_every else "no recipe"
+        print(f"findings: {len(recon.findings)} (a regression planted in {planted})")
         print(
             f"reconcile stage (statuses + findings), median of {args.repeat}: {total:.3f} s wall, {total_cpu:.3f} s CPU"
         )
