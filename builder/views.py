@@ -13,7 +13,7 @@ from builder.content import slugify
 from builder.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.load import CaseStudy, Recipe, Site
 from builder.models import METRICS
-from builder.reconcile import MATCHES, Reconciliation
+from builder.reconcile import MATCHES, NOT_RECORDED, Reconciliation
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {
     "decode_tok_s": ("Decode", "tok/s per stream"),
@@ -56,11 +56,9 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
     and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
     or its whole path under ``data/rows/`` when two of the recipe's files share a name.
     """
-    file_ids = site.rows.column("file_id")
-    file_rows = site.rows.column("file_row")
-    located = [
-        (r["row_id"], int(file_ids[r["row_id"]].as_py()), int(file_rows[r["row_id"]].as_py())) for r in rows
-    ]
+    file_ids = site.rows.column("file_id").to_numpy()  # row_id is the position in the table
+    file_rows = site.rows.column("file_row").to_numpy()
+    located = [(r["row_id"], int(file_ids[r["row_id"]]), int(file_rows[r["row_id"]])) for r in rows]
     names: dict[int, str] = {}
     for file_id in {f for _, f, _ in located}:
         names[file_id] = PurePosixPath(site.row_files[file_id].source.rel).stem
@@ -98,11 +96,29 @@ class Headline:
     """(label, unit, value, trials) per metric measured at the headline setting."""
     weights_gib: float | None
     kv_pool_tokens: int | None
+    unrecorded: tuple[str, ...] = ()
+    """Empty when the figures come from rows that match the recipe. Otherwise no row can be fully
+    checked (the recipe or its rows leave these fields unrecorded) and the figures come from rows
+    that agree on everything that is recorded; the page says so."""
 
 
 def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) -> Headline | None:
-    """Figures of the latest matching run at the headline setting; ``None`` without matching rows."""
+    """Figures of the latest matching run at the headline setting.
+
+    Without any matching row, rows that differ in nothing recorded (status "not recorded") stand
+    in, flagged as unchecked; rows that differ are history and never lead the page.
+    """
     matching = [r for r in rows if recon.status(r["row_id"]).status == MATCHES]
+    unrecorded: tuple[str, ...] = ()
+    if not matching:
+        candidates = [r for r in rows if recon.status(r["row_id"]).status == NOT_RECORDED]
+        if candidates:
+            # Prefer the rows that leave least unchecked: a row that records its flags and agrees
+            # with the recipe beats one that records none.
+            fewest = min(len(recon.status(r["row_id"]).unrecorded) for r in candidates)
+            matching = [r for r in candidates if len(recon.status(r["row_id"]).unrecorded) == fewest]
+            fields = {f for r in matching for f in recon.status(r["row_id"]).unrecorded}
+            unrecorded = tuple(sorted(fields))
     if not matching:
         return None
     wanted = recipe.meta.headline
@@ -120,8 +136,13 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
     at_setting = [r for r in matching if (r["prompt_tokens"], r["context_tokens"], r["concurrency"]) == key]
     if not at_setting:
         return None
-    latest = max((r["date"], r["node"]) for r in at_setting)
-    run = [r for r in at_setting if (r["date"], r["node"]) == latest]
+    # A run: same date, node and recorded metadata (two configurations measured on one day are two runs).
+    def run_key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["date"], r["node"], r["engine_version"], r["engine_build"] or "", r["flags"] or "", r["env"] or "")
+
+    latest_key = max(run_key(r) for r in at_setting)
+    latest = latest_key[:2]
+    run = [r for r in at_setting if run_key(r) == latest_key]
     figures = []
     for metric in METRICS:
         values = [r[metric] for r in run if r[metric] is not None]
@@ -137,6 +158,7 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
         figures,
         weights,
         kv_pool,
+        unrecorded,
     )
 
 

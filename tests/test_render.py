@@ -159,3 +159,20 @@ def test_markdown_raw_html_and_javascript_links_are_inert(make_site: MakeSite, t
 )
 def test_numbers_are_shown_as_recorded(value: float | int | None, shown: str) -> None:
     assert fmt_number(value) == shown
+
+
+def test_headline_without_matching_rows_comes_from_the_least_unrecorded_run(shipped: Path) -> None:
+    # The FP8 recipe records no engine version; its MTP-3 row records the recipe's flags, the
+    # baseline row on the same day records none: only the MTP-3 row may lead, flagged as unchecked.
+    soup = _soup(shipped / "recipes/qwen3.6-35b-a3b-fp8-mtp3/index.html")
+    section = soup.select_one("section.headline")
+    assert section is not None
+    figures = [li.get_text(" ", strip=True) for li in section.select(".figures li")]
+    assert figures and figures[0].startswith("63.9 ")
+    notice = section.select_one(".notice")
+    assert notice is not None and "engine_version" in notice.get_text()
+
+
+def test_headline_from_matching_rows_has_no_caveat(shipped: Path) -> None:
+    section = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html").select_one("section.headline")
+    assert section is not None and section.select_one(".notice") is None
