@@ -14,7 +14,9 @@ stops the clock once the page, fetched again after the live-reload poll said so,
   server answers only once the whole rebuild (every recipe page) has finished.
 
 The site lives in ``bench/out/serve-<recipes>x<rows>/`` (git-ignored), separate from
-``bench/benchmark.py``'s, so the two can run without undoing each other's edits.
+``bench/benchmark.py``'s, so the two can run without undoing each other's edits. The server watches
+the templates it uses, the repository's here: in a working tree others are editing, run the script
+from a snapshot (``git archive HEAD | tar -x -C DIR; python DIR/bench/bench_serve.py --work bench/out``).
 """
 
 from __future__ import annotations
@@ -128,6 +130,12 @@ def measure(server: Server, path: str, change: Callable[[], object], marker: byt
     return server.until_served(path, since, marker) - start
 
 
+def note(results: dict[str, list[float]], name: str, seconds: float) -> None:
+    """Record a figure and show it at once: a long run that fails later still says something."""
+    results[name].append(seconds)
+    print(f"  {name}: {seconds:.3f}s", file=sys.stderr, flush=True)
+
+
 def bench(root: Path, runs: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {name: [] for name in TARGETS}
     cache = root / ".cache" / "builder"
@@ -137,27 +145,31 @@ def bench(root: Path, runs: int) -> dict[str, list[float]]:
     original = recipe.read_text(encoding="utf-8")
     shutil.rmtree(cache, ignore_errors=True)
     server = Server(root)  # a cold start is slow and says little more when repeated: once
-    results["start-up, cold cache"].append(server.ready)
+    note(results, "start-up, cold cache", server.ready)
     server.stop()
     for i in range(runs):
         server = Server(root)
-        results["start-up, warm cache"].append(server.ready)
+        note(results, "start-up, warm cache", server.ready)
         try:
             marker = f"Synthetic serve benchmark edit {i}."
-            results["edit one recipe"].append(
+            note(
+                results,
+                "edit one recipe",
                 measure(
                     server,
                     page,
                     lambda m=marker: atomic_write(recipe, original + f"\n\n{m}\n"),
                     marker.encode(),
-                )
+                ),
             )
             date = f"2027-03-{1 + i:02d}"
             index = int(recipe.stem.rsplit("-r", 1)[1])  # generate.recipe_slug(index) ends in -r<index>
-            results["add one row file"].append(
+            note(
+                results,
+                "add one row file",
                 measure(
                     server, page, lambda d=date, n=index: generate.add_row_file(root, n, d), date.encode()
-                )
+                ),
             )
         finally:
             atomic_write(recipe, original)
@@ -176,8 +188,10 @@ def bench(root: Path, runs: int) -> dict[str, list[float]]:
         for i in range(max(1, runs // 2)):
             marker = f"bench-template-edit-{i}"
             edited = text.replace("{% block content %}", f'{{% block content %}}<p class="{marker}"></p>', 1)
-            results["template used by every recipe"].append(
-                measure(server, page, lambda e=edited: atomic_write(template, e), marker.encode())
+            note(
+                results,
+                "template used by every recipe",
+                measure(server, page, lambda e=edited: atomic_write(template, e), marker.encode()),
             )
     finally:
         server.stop()
