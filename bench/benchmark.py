@@ -32,7 +32,7 @@ import generate  # noqa: E402
 
 def ensure_site(path: Path, recipes: int, rows: int) -> Path:
     stamp = path / "SYNTHETIC.txt"
-    wanted = f"recipes={recipes} rows_per_recipe={rows} seed=7 format=csv"
+    wanted = f"recipes={recipes} rows_per_recipe={rows} seed=7 format=csv metrics={','.join(generate.DEFAULT_METRICS)}\n"
     if stamp.is_file() and wanted in stamp.read_text(encoding="utf-8"):
         # Reuse, but undo what earlier benchmark runs added.
         for extra in (path / "data" / "rows").rglob("2027-*.csv"):
@@ -108,9 +108,8 @@ def bench_cli(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]
 
 def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]]:
     """The dev server's engine in-process: one IncrementalBuilder kept alive across changes."""
-    from builder.incremental import IncrementalBuilder
-
     from builder.config import load_config
+    from builder.incremental import IncrementalBuilder
 
     out: dict[str, tuple[float, int, list[float]]] = {}
     config = load_config(root)

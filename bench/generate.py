@@ -30,6 +30,10 @@ HARDWARE = [
 ]
 ENGINES = [("vllm", ["0.20.1", "0.21.0", "0.22.2"]), ("sglang", ["0.5.1", "0.5.3"])]
 QUANTS = ["fp8", "nvfp4", "awq-int4", "bf16", "gptq-int8"]
+DEFAULT_METRICS = ("decode_tok_s", "aggregate_tok_s")
+"""Metrics a generated row carries (the others stay empty): a throughput sweep's usual pair. With
+these a recipe page has four charts (prompt, concurrency, one history per metric)."""
+ALL_METRICS = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms")
 PROMPTS = [512, 2048, 8192]
 CONCURRENCIES = [1, 2, 4, 8, 16, 32]
 WORDS = (
@@ -169,6 +173,7 @@ def run_rows(
     rnd: random.Random,
     *,
     factor: float = 1.0,
+    metrics: tuple[str, ...] = DEFAULT_METRICS,
 ) -> list[list[str]]:
     """One run's rows. Runs of a recipe reproduce within about 1.5 % (as repeated serving benchmarks
     on one machine do); ``factor`` scales a whole run, to plant an occasional real regression."""
@@ -203,6 +208,9 @@ def run_rows(
                 "synthetic row; not a measurement",
             ]
         )
+        for name in ALL_METRICS:
+            if name not in metrics:
+                rows[-1][ROW_HEADER.index(name)] = ""
     return rows
 
 
@@ -234,7 +242,9 @@ def _csv_cell(value: str) -> str:
     return value
 
 
-def recipe_runs(index: int, rows: int, rnd: random.Random) -> list[tuple[str, str, list[list[str]]]]:
+def recipe_runs(
+    index: int, rows: int, rnd: random.Random, metrics: tuple[str, ...] = DEFAULT_METRICS
+) -> list[tuple[str, str, list[list[str]]]]:
     """(date, node, rows) per run; runs are spread over dates and the hardware's nodes."""
     meta = _recipe_meta(index)
     per_run = len(PROMPTS) * len(CONCURRENCIES) * 2  # two context depths per run
@@ -255,7 +265,9 @@ def recipe_runs(index: int, rows: int, rnd: random.Random) -> list[tuple[str, st
         version = str(meta["old_version"] if run_no % 3 == 2 else meta["version"])
         # One recipe in 50 has a run that really is slower: the findings a real site would show.
         factor = 0.7 if index % 50 == 7 and run_no == 1 else 1.0
-        rows_of_run = run_rows(index, date, node, version, str(meta["flags"]), env, count, rnd, factor=factor)
+        rows_of_run = run_rows(
+            index, date, node, version, str(meta["flags"]), env, count, rnd, factor=factor, metrics=metrics
+        )
         runs.append((date, node, rows_of_run))
         remaining -= count
         run_no += 1
@@ -263,7 +275,15 @@ def recipe_runs(index: int, rows: int, rnd: random.Random) -> list[tuple[str, st
 
 
 def write_site(
-    out: Path, recipes: int, rows: int, *, seed: int = 7, fmt: str = "csv", cases: int = 10, posts: int = 10
+    out: Path,
+    recipes: int,
+    rows: int,
+    *,
+    seed: int = 7,
+    fmt: str = "csv",
+    cases: int = 10,
+    posts: int = 10,
+    metrics: tuple[str, ...] = DEFAULT_METRICS,
 ) -> None:
     if out.exists():
         if not (out / "SYNTHETIC.txt").is_file():
@@ -274,7 +294,8 @@ def write_site(
     (out / "content" / "posts").mkdir()
     (out / "data" / "rows").mkdir(parents=True)
     (out / "SYNTHETIC.txt").write_text(
-        f"{SYNTHETIC}\nrecipes={recipes} rows_per_recipe={rows} seed={seed} format={fmt}\n", encoding="utf-8"
+        f"{SYNTHETIC}\nrecipes={recipes} rows_per_recipe={rows} seed={seed} format={fmt} metrics={','.join(metrics)}\n",
+        encoding="utf-8",
     )
     hw_lines = [f"# {SYNTHETIC}"]
     node_lines = [f"# {SYNTHETIC}"]
@@ -290,7 +311,7 @@ def write_site(
         rnd = random.Random(seed * 1_000_003 + index)
         slug = recipe_slug(index)
         (out / "content" / "recipes" / f"{slug}.md").write_text(recipe_markdown(index, rnd), encoding="utf-8")
-        runs = recipe_runs(index, rows, rnd)
+        runs = recipe_runs(index, rows, rnd, metrics)
         if fmt == "parquet":
             parquet_tables.append((slug, runs))
             continue
@@ -391,6 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=("csv", "parquet"), default="csv")
     parser.add_argument("--case-studies", type=int, default=10)
     parser.add_argument("--posts", type=int, default=10)
+    parser.add_argument(
+        "--metrics",
+        default=",".join(DEFAULT_METRICS),
+        help=f"metrics each row carries, comma-separated (default: {','.join(DEFAULT_METRICS)}; all: "
+        f"{','.join(ALL_METRICS)})",
+    )
     args = parser.parse_args(argv)
     write_site(
         args.out,
@@ -400,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         fmt=args.format,
         cases=args.case_studies,
         posts=args.posts,
+        metrics=tuple(m for m in args.metrics.split(",") if m),
     )
     print(
         f"wrote a synthetic site: {args.recipes} recipes x {args.rows} rows into {args.out}", file=sys.stderr

@@ -13,6 +13,7 @@ findings of each recipe.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -342,7 +343,7 @@ class Comparison:
     def build(self, slug: str) -> Build:
         return next(b for b in self.builds if b.slug == slug)
 
-    @property
+    @functools.cached_property  # read once per row of the page's tables
     def shared_builds(self) -> list[Build]:
         """Builds with a figure in a shared line: the columns of the side-by-side table."""
         used = {slug for line in self.shared for slug in line.cells}

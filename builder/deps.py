@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 RECIPES = "recipes"
 RECIPE_FILES = "recipe-files"
@@ -76,3 +77,23 @@ def depends(render: Callable[[], bytes], *deps: str) -> Declared:
 def declared(render: Callable[[], bytes]) -> tuple[str, ...] | None:
     """The declared dependencies of a render function, or None: render it on every build."""
     return render.deps if isinstance(render, Declared) else None
+
+
+Files = dict[str, bytes]
+
+
+class Reuse(Protocol):
+    """Memoisation of an expensive producer of output files across builds.
+
+    ``reuse(key, compute)`` returns what ``compute()`` returned in an earlier build under the same
+    ``key`` (a hash of *everything* the files are made from; the builder adds its global inputs), read
+    back from the previous output, or calls ``compute()``.
+    """
+
+    def __call__(self, key: bytes, compute: Callable[[], Files]) -> Files: ...
+
+
+def no_reuse(key: bytes, compute: Callable[[], Files]) -> Files:
+    """The :class:`Reuse` of a build without a previous one."""
+    del key
+    return compute()

@@ -161,6 +161,8 @@ class State:
     files: int
     rows: int
     out_dir: OutStat | None = None
+    memo: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
+    """Keys of :class:`builder.deps.Reuse` → the output files they produced."""
 
 
 def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
@@ -439,15 +441,18 @@ def _render_one(
 _FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
 
 
-def _worker_init() -> None:
+def _connect(site: Any) -> None:
+    """A fresh DuckDB connection over the site's Arrow rows (``rows`` is all a render may query)."""
     import duckdb
 
-    assert _FORK is not None
-    ctx = _FORK[0]
-    # A DuckDB connection is not safe across fork: workers get their own over the same Arrow rows.
     con = duckdb.connect()
-    con.register("rows", ctx.site.rows)
-    ctx.site.con = con
+    con.register("rows", site.rows)
+    site.con = con
+
+
+def _worker_init() -> None:
+    assert _FORK is not None
+    _connect(_FORK[0].site)
 
 
 def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str]]:
@@ -498,6 +503,9 @@ def render_jobs(
     chunks = [pending[i : i + size] for i in range(0, total, size)]
     results: list[_Rendered] = []
     _FORK = (ctx, recorder, jobs)
+    # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
+    # the children's own. Close it, fork, and give every process a fresh one.
+    ctx.site.con.close()
     try:
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init
@@ -510,6 +518,7 @@ def render_jobs(
                     progress("render", len(results), total)
     finally:
         _FORK = None
+        _connect(ctx.site)
     return results
 
 
@@ -526,6 +535,33 @@ def _raise_first(errors: list[_Rendered]) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+
+
+class StageMemo:
+    """The engine's :class:`builder.deps.Reuse`: previous outputs by key, read back from the output."""
+
+    def __init__(
+        self, previous: dict[bytes, tuple[str, ...]], usable: Callable[[str], bool], out: Path, glob: bytes
+    ):
+        self.previous = previous
+        self.usable = usable
+        self.out = out
+        self.glob = glob
+        self.current: dict[bytes, tuple[str, ...]] = {}
+
+    def __call__(self, key: bytes, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+        full = _h(self.glob, key)
+        paths = self.previous.get(full)
+        files: dict[str, bytes] | None = None
+        if paths is not None and all(self.usable(p) for p in paths):
+            try:
+                files = {p: (self.out / p).read_bytes() for p in paths}
+            except OSError:
+                files = None
+        if files is None:
+            files = compute()
+        self.current[full] = tuple(sorted(files))
+        return files
 
 
 class OutputFiles(Mapping[str, bytes]):
@@ -722,7 +758,13 @@ class IncrementalBuilder:
         lap("render")
 
         files = OutputFiles(fresh, kept)
-        for name, stage in output_stages(site, ctx):
+        memo = StageMemo(
+            state.memo if state is not None else {},
+            lambda p: p in previous and p not in damaged,
+            out,
+            glob,
+        )
+        for name, stage in output_stages(site, ctx, memo):
             produced = stage(files)
             for path in produced:
                 if path in fresh or path in kept:
@@ -759,7 +801,9 @@ class IncrementalBuilder:
 
         rows = site.rows.num_rows
         warnings = sorted(loaded.problems.warnings)
-        new_state = State(inputs, environment, new_records, warnings, len(new_records), rows, _dir_stat(out))
+        new_state = State(
+            inputs, environment, new_records, warnings, len(new_records), rows, _dir_stat(out), memo.current
+        )
         self._state = new_state
         markdown_cache = {k: v for k, v in markdown.cache.items() if k in markdown.used}
         self._markdown = markdown_cache

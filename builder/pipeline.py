@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.annotations import load_annotations
 from builder.config import SiteConfig
+from builder.deps import Reuse, no_reuse
 from builder.errors import BuildAborted, Problem, Problems
 from builder.load import Site, load_site
 from builder.reconcile import Reconciliation, reconcile_rows
@@ -80,15 +81,16 @@ class BuildResult:
 Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
 
 
-def output_stages(site: Site, ctx: RenderContext) -> list[tuple[str, Stage]]:
+def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> list[tuple[str, Stage]]:
     """Producers of output files that read the rendered pages, in order, after the page jobs.
 
     Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
-    a producer here, not in :func:`build`, so incremental builds run it too.
+    a producer here, not in :func:`build`, so incremental builds run it too; an expensive one can
+    memoise its files across builds with ``reuse`` (see :class:`builder.deps.Reuse`).
     """
     return [
         ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files)),
-        ("search", lambda files: search_files(site, ctx.markdown, files)),
+        ("search", lambda files: search_files(site, ctx.markdown, files, reuse)),
     ]
 
 

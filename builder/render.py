@@ -33,6 +33,7 @@ from builder.jsonscript import script_json
 from builder.load import Site, today
 from builder.reconcile import Reconciliation
 from builder.search import search_page_jobs
+from builder.tables import chart_rows, row_table_rows
 from builder.views import (
     METRIC_LABELS,
     api_example,
@@ -83,6 +84,9 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.filters["longdate"] = lambda d: f"{d.day} {d:%B %Y}" if d else ""
     env.filters["script_json"] = script_json  # JSON inside <script>: no `</script>` breakout
     env.globals["METRIC_LABELS"] = METRIC_LABELS
+    # Table bodies built in Python: the per-cell cost of a template loop dominated rendering.
+    env.globals["row_table_rows"] = row_table_rows
+    env.globals["chart_rows"] = chart_rows
     env.globals["faq_jsonld"] = faq_jsonld
     return env
 

@@ -1,8 +1,8 @@
-"""Site search, built offline: a Pagefind index of the rendered pages plus a file-system fallback.
+"""Site search, built offline: a Pagefind index of the site's records plus a file-system fallback.
 
-Pagefind (its PyPI package drives the Pagefind binary as a subprocess) indexes the rendered HTML
-of recipes, case studies and news posts straight from memory, and every troubleshooting question
-as its own record pointing at its answer's anchor. The index is a folder of static files
+Pagefind (its PyPI package drives the Pagefind binary as a subprocess) indexes one small stand-in
+page per record — every recipe, case study and news post, and every troubleshooting question — each
+naming the page (or the answer's anchor) it stands for. The index is a folder of static files
 (``pagefind/``) that the search page fetches in chunks, so it works from any static host.
 
 Browsers refuse ``fetch()`` and module ``import()`` from ``file://`` pages, so Pagefind cannot run
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from builder import deps
 from builder.content import Markdown
+from builder.deps import Reuse, no_reuse
 from builder.errors import SearchIndexError
 from builder.faq import faq_entries
 from builder.jsonscript import dumps_for_script
@@ -155,23 +156,28 @@ async def _index(source: Path, out_dir: Path) -> int:
 
 def pagefind_bundle(pages: Mapping[str, bytes], faq: list[SearchRecord]) -> dict[str, bytes]:
     """Index ``pages`` (output path → HTML) and ``faq`` records; return ``pagefind/…`` files."""
+    stand_ins = dict(pages)
+    stand_ins.update(
+        {f"{FAQ_RECORDS_DIR}/{number}.html": faq_record_html(r).encode() for number, r in enumerate(faq)}
+    )
+    return _pagefind(stand_ins)
+
+
+def _pagefind(pages: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Run Pagefind over ``pages`` (scratch path → HTML); return ``pagefind/…`` files."""
     with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
         source = Path(scratch) / "site"
         for path, data in pages.items():
             target = source / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        for number, record in enumerate(faq):
-            target = source / FAQ_RECORDS_DIR / f"{number}.html"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(faq_record_html(record), encoding="utf-8")
         out_dir = Path(scratch) / BUNDLE_DIR
         try:
             indexed = asyncio.run(_index(source, out_dir))
         except Exception as exc:  # the service raises bare Exception for its error replies
             raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
-        if indexed != len(pages) + len(faq):
-            raise SearchIndexError(f"Pagefind indexed {indexed} of {len(pages) + len(faq)} pages")
+        if indexed != len(pages):
+            raise SearchIndexError(f"Pagefind indexed {indexed} of {len(pages)} pages")
         files: dict[str, bytes] = {}
         for written in sorted(out_dir.rglob("*")):
             rel = written.relative_to(out_dir).as_posix()
@@ -188,12 +194,21 @@ def fallback_file(site: Site, markdown: Markdown) -> tuple[str, bytes]:
     return fallback_path(script), script
 
 
-def search_files(site: Site, markdown: Markdown, rendered: Mapping[str, bytes]) -> dict[str, bytes]:
-    """The Pagefind bundle over the rendered content pages, FAQ questions as their own records,
-    and the file-system fallback."""
+def search_files(
+    site: Site, markdown: Markdown, rendered: Mapping[str, bytes], reuse: Reuse = no_reuse
+) -> dict[str, bytes]:
+    """The Pagefind bundle and the file-system fallback, both from the same records.
+
+    Pagefind indexes one small stand-in page per record (its title, kind, text and the URL it stands
+    for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
+    out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. The bundle is a pure
+    function of the records, so an unchanged set of records reuses the previous build's bundle.
+    """
+    del rendered  # the records come from content; kept for callers that pass the pages
     records = page_records(site, markdown)
-    pages = {path: html for path, html in rendered.items() if is_indexed_page(path)}
-    files = pagefind_bundle(pages, [r for r in records if r.kind == "Troubleshooting"])
+    stand_ins = {f"records/{number}.html": faq_record_html(r).encode() for number, r in enumerate(records)}
+    key = hashlib.sha256(b"".join(hashlib.sha256(html).digest() for html in stand_ins.values())).digest()
+    files = dict(reuse(b"pagefind\0" + key, lambda: _pagefind(stand_ins)))
     script = fallback_script(records)
     files[fallback_path(script)] = script
     return files
