@@ -73,8 +73,20 @@ class Reconciliation:
                 return given
         return self.kinds[int(self.kind_of_row[row_id])]
 
+    _findings_index: tuple[list[Finding], int, dict[str, list[Finding]]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """Findings by recipe, with the list (held, so its identity stays unique) and length it indexes."""
+
     def findings_for(self, recipe: str) -> list[Finding]:
-        return [f for f in self.findings if f.recipe == recipe]
+        # Pages ask once per recipe; a scan of every finding each time is quadratic at scale.
+        cached = self._findings_index
+        if cached is None or cached[0] is not self.findings or cached[1] != len(self.findings):
+            index: dict[str, list[Finding]] = {}
+            for finding in self.findings:
+                index.setdefault(finding.recipe, []).append(finding)
+            cached = self._findings_index = (self.findings, len(self.findings), index)
+        return list(cached[2].get(recipe, ()))
 
     @property
     def open_findings(self) -> list[Finding]:
