@@ -14,13 +14,14 @@ element, which ``file://`` allows, and matches words itself. It ranks more crude
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import html
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder import deps
 from builder.content import Markdown
@@ -163,6 +164,17 @@ def pagefind_bundle(pages: Mapping[str, bytes], faq: list[SearchRecord]) -> dict
     return _pagefind(stand_ins)
 
 
+def _run_coroutine_in_thread(coro: Any) -> Any:
+    """Run ``coro`` on a fresh event loop in its own thread.
+
+    ``asyncio.run`` refuses to start inside a thread that already runs a loop (a caller embedding the
+    builder in an async program, or Playwright's sync API in the same test process), so the index is
+    always built on a thread of its own.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def _pagefind(pages: Mapping[str, bytes]) -> dict[str, bytes]:
     """Run Pagefind over ``pages`` (scratch path → HTML); return ``pagefind/…`` files."""
     with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
@@ -173,7 +185,7 @@ def _pagefind(pages: Mapping[str, bytes]) -> dict[str, bytes]:
             target.write_bytes(data)
         out_dir = Path(scratch) / BUNDLE_DIR
         try:
-            indexed = asyncio.run(_index(source, out_dir))
+            indexed = _run_coroutine_in_thread(_index(source, out_dir))
         except Exception as exc:  # the service raises bare Exception for its error replies
             raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
         if indexed != len(pages):
