@@ -34,7 +34,7 @@ The vocabulary:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,17 +83,45 @@ Files = dict[str, bytes]
 
 
 class Reuse(Protocol):
-    """Memoisation of an expensive producer of output files across builds.
+    """Memoisation of expensive producers of output files across builds.
 
-    ``reuse(key, compute)`` returns what ``compute()`` returned in an earlier build under the same
-    ``key`` (a hash of *everything* the files are made from; the builder adds its global inputs), read
-    back from the previous output, or calls ``compute()``.
+    A *key* is a hash of everything the files are made from. :meth:`key` makes one from dependency
+    names of the vocabulary above (the builder adds its global inputs); a producer may also hash
+    what it reads itself. With a key seen in the previous build, the files that build produced are
+    read back from its output instead of being computed. A ``None`` key means "always compute".
     """
 
-    def __call__(self, key: bytes, compute: Callable[[], Files]) -> Files: ...
+    def key(self, name: str, *deps: str) -> bytes | None:
+        """A key for ``name`` made from the digests of ``deps``; None when one is unknown."""
+        ...
+
+    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
+        """The files of ``compute()``, or of an earlier build under ``key``."""
+        ...
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
+    ) -> dict[str, Files]:
+        """Per name: earlier files under its key, else from one ``compute(missing names)`` call."""
+        ...
 
 
-def no_reuse(key: bytes, compute: Callable[[], Files]) -> Files:
-    """The :class:`Reuse` of a build without a previous one."""
-    del key
-    return compute()
+class NoReuse:
+    """The :class:`Reuse` of a build without a previous one: everything is computed."""
+
+    def key(self, name: str, *deps: str) -> bytes | None:
+        del name, deps
+        return None
+
+    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
+        del key
+        return compute()
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
+    ) -> dict[str, Files]:
+        computed = compute(set(keys))
+        return {name: dict(computed[name]) for name in keys}
+
+
+no_reuse = NoReuse()

@@ -25,6 +25,7 @@ import json
 import struct
 import tempfile
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ import pyarrow.parquet as pq
 
 from builder import deps
 from builder.content import Markdown
+from builder.deps import Reuse, no_reuse
 from builder.feeds import NEWS_FEED
 from builder.flags import serve_command
 from builder.load import Site
@@ -62,10 +64,12 @@ def recipe_api_path(slug: str) -> str:
     return f"api/recipes/{slug}.json"
 
 
-def export_rows(site: Site, recon: Reconciliation) -> pa.Table:
-    """Every row with its reconciliation status and its source file and line, in row-id order."""
+def export_rows(site: Site, recon: Reconciliation, recipes: Collection[str] | None = None) -> pa.Table:
+    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id order."""
+    where = "" if recipes is None else "WHERE list_contains($recipes, recipe)"
+    params = {} if recipes is None else {"recipes": sorted(recipes)}
     table = site.con.sql(
-        f"SELECT {', '.join(ROW_COLUMNS)}, file_id, file_row FROM rows ORDER BY row_id"
+        f"SELECT {', '.join(ROW_COLUMNS)}, file_id, file_row FROM rows {where} ORDER BY row_id", params=params
     ).to_arrow_table()
     row_ids = table.column("row_id").to_pylist()
     statuses = [recon.status(row_id) for row_id in row_ids]
@@ -239,7 +243,10 @@ def _rows_json(table: pa.Table, recon: Reconciliation) -> dict[str, list[dict[st
     shared: dict[int, dict[str, Any]] = {}
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in table.to_pylist():
-        status = recon.status(row["row_id"])
+        # The row id is a position in the whole build: any earlier file shifts it, so a recipe's
+        # document would change with every other recipe's rows. Rows are named by source_file and
+        # source_line here (the CSV, Parquet and DuckDB exports keep row_id).
+        status = recon.status(row.pop("row_id"))
         key = id(status)
         if key not in shared:
             shared[key] = _status_json(status)
@@ -249,14 +256,18 @@ def _rows_json(table: pa.Table, recon: Reconciliation) -> dict[str, list[dict[st
 
 
 def recipe_documents(
-    site: Site, recon: Reconciliation, table: pa.Table, markdown: Markdown
+    site: Site,
+    recon: Reconciliation,
+    table: pa.Table,
+    markdown: Markdown,
+    only: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The JSON document of every recipe: metadata, FAQ, case studies, rows with status, findings."""
+    """The JSON document of every recipe (in ``only``): metadata, FAQ, case studies, rows with status, findings."""
     base = site.config.settings.base_url
     rows = _rows_json(table, recon)
     cases = case_studies_by_recipe(site)
     docs: dict[str, dict[str, Any]] = {}
-    for slug in sorted(site.recipes):
+    for slug in sorted(site.recipes if only is None else only):
         recipe = site.recipes[slug]
         meta = recipe.meta
         faq = markdown.render(recipe.doc.body, faq=True).faq
@@ -291,8 +302,29 @@ def recipe_documents(
     return docs
 
 
-def api_index(site: Site, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     base = site.config.settings.base_url
+    counts = dict(site.con.execute("SELECT recipe, count(*) FROM rows GROUP BY recipe").fetchall())
+    findings: dict[str, int] = defaultdict(int)
+    for finding in recon.findings:
+        findings[finding.recipe] += 1
+    recipes = []
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        recipes.append(
+            {
+                "slug": slug,
+                "title": meta.title,
+                "model": meta.model,
+                "hardware": meta.hardware,
+                "engine": meta.engine,
+                "engine_version": meta.engine_version,
+                "url": f"{base}recipes/{slug}/",
+                "api": base + recipe_api_path(slug),
+                "rows": counts.get(slug, 0),
+                "findings": findings[slug],
+            }
+        )
     return {
         "api_version": API_VERSION,
         "site": {"title": site.config.settings.title, "base_url": base},
@@ -301,36 +333,39 @@ def api_index(site: Site, docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "rows_parquet": base + ROWS_PARQUET,
             "duckdb": base + DUCKDB_FILE,
         },
-        "recipes": [
-            {
-                "slug": slug,
-                "title": doc["meta"]["title"],
-                "model": doc["meta"]["model"],
-                "hardware": doc["meta"]["hardware"],
-                "engine": doc["meta"]["engine"],
-                "engine_version": doc["meta"]["engine_version"],
-                "url": doc["url"],
-                "api": base + recipe_api_path(slug),
-                "rows": len(doc["rows"]),
-                "findings": len(doc["findings"]),
-            }
-            for slug, doc in docs.items()
-        ],
+        "recipes": recipes,
     }
 
 
-def download_files(site: Site, recon: Reconciliation, markdown: Markdown) -> Output:
-    """Every download and API file, ``{output path: bytes}``."""
+def _site_downloads(site: Site, recon: Reconciliation) -> Output:
     table = export_rows(site, recon)
-    out: Output = {
+    return {
         ROWS_CSV: rows_csv(table),
         ROWS_PARQUET: rows_parquet(table),
         DUCKDB_FILE: duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}),
+        API_INDEX: _json(api_index(site, recon)),
     }
-    docs = recipe_documents(site, recon, table, markdown)
-    for slug, doc in docs.items():
-        out[recipe_api_path(slug)] = _json(doc)
-    out[API_INDEX] = _json(api_index(site, docs))
+
+
+def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse: Reuse = no_reuse) -> Output:
+    """Every download and API file, ``{output path: bytes}``.
+
+    The site-wide files depend on every row and every recipe's front matter; a recipe's document
+    on that recipe (file and rows) and the case studies. With ``reuse``, what did not change comes
+    back from the previous build.
+    """
+    out: Output = dict(
+        reuse(reuse.key("downloads", deps.ROWS, deps.RECIPES), lambda: _site_downloads(site, recon))
+    )
+    keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
+
+    def documents(missing: set[str]) -> dict[str, Output]:
+        docs = recipe_documents(site, recon, export_rows(site, recon, missing), markdown, missing)
+        return {slug: {recipe_api_path(slug): _json(doc)} for slug, doc in docs.items()}
+
+    per_recipe = reuse.many(keys, documents)
+    for slug in sorted(per_recipe):
+        out.update(per_recipe[slug])
     return out
 
 

@@ -189,13 +189,17 @@ def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
         "pyyaml",
         "numpy",
     )
+    # Installed versions, from the names of their dist-info folders (importing them would cost the
+    # no-op build its budget). Only package folders count: the current directory is on sys.path too.
     for folder in sys.path:
+        if not folder.endswith(("site-packages", "dist-packages")):
+            continue
         try:
-            names = os.listdir(folder or ".")
+            names = os.listdir(folder)
         except OSError:
             continue
         parts.extend(
-            f"{folder}/{name}"
+            name
             for name in sorted(names)
             if name.endswith(".dist-info") and name.lower().replace("-", "_").startswith(wanted)
         )
@@ -541,27 +545,67 @@ class StageMemo:
     """The engine's :class:`builder.deps.Reuse`: previous outputs by key, read back from the output."""
 
     def __init__(
-        self, previous: dict[bytes, tuple[str, ...]], usable: Callable[[str], bool], out: Path, glob: bytes
-    ):
+        self,
+        previous: dict[bytes, tuple[str, ...]],
+        usable: Callable[[str], bool],
+        out: Path,
+        glob: bytes,
+        deps_index: DepIndex,
+    ) -> None:
         self.previous = previous
         self.usable = usable
         self.out = out
         self.glob = glob
+        self.deps_index = deps_index
         self.current: dict[bytes, tuple[str, ...]] = {}
 
-    def __call__(self, key: bytes, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+    def key(self, name: str, *deps: str) -> bytes | None:
+        parts: list[bytes | str] = [name]
+        for dep in deps:
+            value = self.deps_index.digest(dep)
+            if value is None:
+                return None
+            parts += [dep, value]
+        return _h(*parts)
+
+    def _earlier(self, key: bytes | None) -> tuple[bytes | None, dict[str, bytes] | None]:
+        if key is None:
+            return None, None
         full = _h(self.glob, key)
         paths = self.previous.get(full)
-        files: dict[str, bytes] | None = None
-        if paths is not None and all(self.usable(p) for p in paths):
-            try:
-                files = {p: (self.out / p).read_bytes() for p in paths}
-            except OSError:
-                files = None
+        if paths is None or not all(self.usable(p) for p in paths):
+            return full, None
+        try:
+            return full, {p: (self.out / p).read_bytes() for p in paths}
+        except OSError:
+            return full, None
+
+    def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+        full, files = self._earlier(key)
         if files is None:
             files = compute()
-        self.current[full] = tuple(sorted(files))
+        if full is not None:
+            self.current[full] = tuple(sorted(files))
         return files
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, dict[str, bytes]]]
+    ) -> dict[str, dict[str, bytes]]:
+        out: dict[str, dict[str, bytes]] = {}
+        fulls: dict[str, bytes | None] = {}
+        for name, key in keys.items():
+            fulls[name], files = self._earlier(key)
+            if files is not None:
+                out[name] = files
+        missing = set(keys) - set(out)
+        if missing:
+            computed = compute(missing)
+            for name in missing:
+                out[name] = dict(computed[name])
+        for name, full in fulls.items():
+            if full is not None:
+                self.current[full] = tuple(sorted(out[name]))
+        return out
 
 
 class OutputFiles(Mapping[str, bytes]):
@@ -763,6 +807,7 @@ class IncrementalBuilder:
             lambda p: p in previous and p not in damaged,
             out,
             glob,
+            deps_index,
         )
         for name, stage in output_stages(site, ctx, memo):
             produced = stage(files)

@@ -89,7 +89,7 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
     memoise its files across builds with ``reuse`` (see :class:`builder.deps.Reuse`).
     """
     return [
-        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files)),
+        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
         ("search", lambda files: search_files(site, ctx.markdown, files, reuse)),
     ]
 

@@ -14,14 +14,13 @@ element, which ``file://`` allows, and matches words itself. It ranks more crude
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import hashlib
 import html
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder import deps
 from builder.content import Markdown
@@ -123,10 +122,6 @@ def _keep(rel: str) -> bool:
     return not any(name.startswith(prefix) for prefix in _UI_FILES) and not rel.startswith("playground/")
 
 
-FAQ_RECORDS_DIR = "faq-records"
-"""Where each question's stand-in page sits in the scratch folder Pagefind indexes."""
-
-
 def faq_record_html(record: SearchRecord) -> str:
     """A stand-in page for one question: Pagefind indexes it, the search page links to ``target``."""
     return (
@@ -155,81 +150,121 @@ async def _index(source: Path, out_dir: Path) -> int:
     return int(result["page_count"])
 
 
-def pagefind_bundle(pages: Mapping[str, bytes], faq: list[SearchRecord]) -> dict[str, bytes]:
-    """Index ``pages`` (output path → HTML) and ``faq`` records; return ``pagefind/…`` files."""
-    stand_ins = dict(pages)
-    stand_ins.update(
-        {f"{FAQ_RECORDS_DIR}/{number}.html": faq_record_html(r).encode() for number, r in enumerate(faq)}
-    )
-    return _pagefind(stand_ins)
+def _pagefind(pages: Mapping[str, bytes], prefix: str = BUNDLE_DIR) -> dict[str, bytes]:
+    """Run Pagefind over ``pages`` (scratch path → HTML); return ``<prefix>/…`` files."""
+    return _pagefind_many({prefix: pages})[prefix]
 
 
-def _run_coroutine_in_thread(coro: Any) -> Any:
-    """Run ``coro`` on a fresh event loop in its own thread.
-
-    ``asyncio.run`` refuses to start inside a thread that already runs a loop (a caller embedding the
-    builder in an async program, or Playwright's sync API in the same test process), so the index is
-    always built on a thread of its own.
-    """
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-def _pagefind(pages: Mapping[str, bytes]) -> dict[str, bytes]:
-    """Run Pagefind over ``pages`` (scratch path → HTML); return ``pagefind/…`` files."""
+def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, bytes]]:
+    """Index several page sets, two Pagefind processes at a time; ``{prefix: files}``."""
     with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
-        source = Path(scratch) / "site"
-        for path, data in pages.items():
-            target = source / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        out_dir = Path(scratch) / BUNDLE_DIR
+        jobs = []
+        for number, (prefix, pages) in enumerate(sorted(shards.items())):
+            source = Path(scratch) / f"site-{number}"
+            for path, data in pages.items():
+                target = source / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            jobs.append((prefix, source, Path(scratch) / f"out-{number}", len(pages)))
+
+        async def run_all() -> list[int]:
+            gate = asyncio.Semaphore(2)
+
+            async def one(source: Path, out_dir: Path) -> int:
+                async with gate:
+                    return await _index(source, out_dir)
+
+            return list(await asyncio.gather(*(one(source, out) for _, source, out, _ in jobs)))
+
         try:
-            indexed = _run_coroutine_in_thread(_index(source, out_dir))
+            counts = asyncio.run(run_all())
         except Exception as exc:  # the service raises bare Exception for its error replies
             raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
-        if indexed != len(pages):
-            raise SearchIndexError(f"Pagefind indexed {indexed} of {len(pages)} pages")
-        files: dict[str, bytes] = {}
-        for written in sorted(out_dir.rglob("*")):
-            rel = written.relative_to(out_dir).as_posix()
-            if written.is_file() and _keep(rel):
-                files[f"{BUNDLE_DIR}/{rel}"] = written.read_bytes()
-        if f"{BUNDLE_DIR}/pagefind.js" not in files:
-            raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
-        return files
+        result: dict[str, dict[str, bytes]] = {}
+        for (prefix, _source, out_dir, expected), indexed in zip(jobs, counts, strict=True):
+            if indexed != expected:
+                raise SearchIndexError(f"Pagefind indexed {indexed} of {expected} pages")
+            files: dict[str, bytes] = {}
+            for written in sorted(out_dir.rglob("*")):
+                rel = written.relative_to(out_dir).as_posix()
+                if written.is_file() and _keep(rel):
+                    files[f"{prefix}/{rel}"] = written.read_bytes()
+            if f"{prefix}/pagefind.js" not in files:
+                raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
+            result[prefix] = files
+        return result
 
 
-def fallback_file(site: Site, markdown: Markdown) -> tuple[str, bytes]:
-    """(path, bytes) of the file-system fallback; the search page and the build both call it."""
-    script = fallback_script(page_records(site, markdown))
-    return fallback_path(script), script
+SHARD_RECORDS = 256
+"""Records per Pagefind index: a big site's index is split so an edit re-indexes one shard."""
+MAX_SHARDS = 32
+SHARDS_DIR = "pagefind-shards"
+
+
+def _owner(record: SearchRecord) -> str:
+    """The page a record belongs to (a question belongs to its recipe): shards keep them together."""
+    return "/".join(record.url.split("/")[:2])
+
+
+def shard_prefixes(records: list[SearchRecord]) -> list[str]:
+    """Bundle folder of each record, in order: ``pagefind`` for shard 0, ``pagefind-shards/<n>``.
+
+    Small sites get one index. A big site's records are spread over shards by a hash of the page
+    they belong to, so the same page stays in the same shard from build to build; the search page
+    loads shard 0 and merges the others (Pagefind's ``mergeIndex``).
+    """
+    count = min(MAX_SHARDS, -(-len(records) // SHARD_RECORDS)) if len(records) > SHARD_RECORDS * 2 else 1
+    prefixes = []
+    for record in records:
+        shard = int.from_bytes(hashlib.sha256(_owner(record).encode()).digest()[:4], "big") % count
+        prefixes.append(BUNDLE_DIR if shard == 0 else f"{SHARDS_DIR}/{shard}")
+    return prefixes
 
 
 def search_files(
     site: Site, markdown: Markdown, rendered: Mapping[str, bytes], reuse: Reuse = no_reuse
 ) -> dict[str, bytes]:
-    """The Pagefind bundle and the file-system fallback, both from the same records.
+    """The Pagefind bundle(s) and the file-system fallback, all from the same records.
 
     Pagefind indexes one small stand-in page per record (its title, kind, text and the URL it stands
     for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
-    out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. The bundle is a pure
-    function of the records, so an unchanged set of records reuses the previous build's bundle.
+    out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. A shard's bundle is
+    a pure function of its records, so a shard whose records did not change is reused.
     """
     del rendered  # the records come from content; kept for callers that pass the pages
     records = page_records(site, markdown)
-    stand_ins = {f"records/{number}.html": faq_record_html(r).encode() for number, r in enumerate(records)}
-    key = hashlib.sha256(b"".join(hashlib.sha256(html).digest() for html in stand_ins.values())).digest()
-    files = dict(reuse(b"pagefind\0" + key, lambda: _pagefind(stand_ins)))
+    shards: dict[str, dict[str, bytes]] = {}
+    for record, prefix in zip(records, shard_prefixes(records), strict=True):
+        # Named by the URL it stands for, so a record keeps its name when others come and go.
+        name = f"records/{hashlib.sha256(record.url.encode()).hexdigest()[:20]}.html"
+        shards.setdefault(prefix, {})[name] = faq_record_html(record).encode()
+    keys: dict[str, bytes | None] = {}
+    for prefix, pages in shards.items():
+        digest = hashlib.sha256(prefix.encode())
+        for name in sorted(pages):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(pages[name]).digest())
+        keys[prefix] = b"pagefind\0" + digest.digest()
+    bundles = reuse.many(keys, lambda missing: _pagefind_many({p: shards[p] for p in missing}))
+    files: dict[str, bytes] = {}
+    for prefix in sorted(bundles):
+        files.update(bundles[prefix])
     script = fallback_script(records)
     files[fallback_path(script)] = script
     return files
 
 
 def render_search_page(ctx: RenderContext) -> bytes:
-    records_path, _ = fallback_file(ctx.site, ctx.markdown)
+    records = page_records(ctx.site, ctx.markdown)
+    script = fallback_script(records)
+    shards = sorted(
+        {p for p in shard_prefixes(records) if p != BUNDLE_DIR}, key=lambda p: int(p.rsplit("/", 1)[1])
+    )
     return ctx.page(
-        "search.html", SEARCH_PAGE, fallback_records=records_path, bundle=f"{BUNDLE_DIR}/pagefind.js"
+        "search.html",
+        SEARCH_PAGE,
+        fallback_records=fallback_path(script),
+        bundle=f"{BUNDLE_DIR}/pagefind.js",
+        shards=[f"{p}/" for p in shards],
     )
 
 
