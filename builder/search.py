@@ -14,13 +14,14 @@ element, which ``file://`` allows, and matches words itself. It ranks more crude
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import html
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from builder import deps
 from builder.content import Markdown
@@ -150,6 +151,17 @@ async def _index(source: Path, out_dir: Path) -> int:
     return int(result["page_count"])
 
 
+def _run_coroutine_in_thread(coro: Any) -> Any:
+    """Run ``coro`` on a fresh event loop in its own thread.
+
+    ``asyncio.run`` refuses to start inside a thread that already runs a loop (a caller embedding the
+    builder in an async program, or Playwright's sync API in the same test process), so the index is
+    always built on a thread of its own.
+    """
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def _pagefind(pages: Mapping[str, bytes], prefix: str = BUNDLE_DIR) -> dict[str, bytes]:
     """Run Pagefind over ``pages`` (scratch path → HTML); return ``<prefix>/…`` files."""
     return _pagefind_many({prefix: pages})[prefix]
@@ -177,7 +189,7 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
             return list(await asyncio.gather(*(one(source, out) for _, source, out, _ in jobs)))
 
         try:
-            counts = asyncio.run(run_all())
+            counts = _run_coroutine_in_thread(run_all())
         except Exception as exc:  # the service raises bare Exception for its error replies
             raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
         result: dict[str, dict[str, bytes]] = {}
