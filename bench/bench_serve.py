@@ -11,7 +11,8 @@ stops the clock once the page, fetched again after the live-reload poll said so,
 - edit one recipe: the recipe page served with the new text;
 - add one row file: the recipe page served with the new run's date;
 - template used by every recipe page: a recipe page served with the edited template, which the
-  server answers only once the whole rebuild (every recipe page) has finished.
+  server answers only once the whole rebuild (every recipe page) has finished;
+- the server's own share, with a rebuild that does nothing but copy the saved text into a page.
 
 The site lives in ``bench/out/serve-<recipes>x<rows>/`` (git-ignored), separate from
 ``bench/benchmark.py``'s, so the two can run without undoing each other's edits. The server watches
@@ -40,6 +41,7 @@ from urllib.parse import quote
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
 
 import generate  # noqa: E402
 
@@ -200,15 +202,70 @@ def bench(root: Path, runs: int) -> dict[str, list[float]]:
     return results
 
 
+def bench_overhead(runs: int) -> list[float]:
+    """The server's own share: save → watcher → debounce → rebuild → poll → page fetched, with a
+    rebuild that only copies the saved text into the page (no site build), all in this process."""
+    import tempfile
+
+    from builder.devserver import LiveReloadServer, RebuildResult
+    from builder.watch import PendingChanges, Watcher, WatchFilter
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        source = root / "content" / "recipes" / "x.md"
+        source.parent.mkdir(parents=True)
+        source.write_text("start", encoding="utf-8")
+        out = root / "out"
+        page = out / "recipes" / "x" / "index.html"
+        page.parent.mkdir(parents=True)
+
+        def rebuild(changed: frozenset[Path] | None) -> RebuildResult:
+            page.write_text(
+                f"<html><body>{source.read_text(encoding='utf-8')}</body></html>", encoding="utf-8"
+            )
+            return RebuildResult(changed=frozenset({"recipes/x/index.html"}))
+
+        pending = PendingChanges()
+        live = LiveReloadServer.create("127.0.0.1", 0, out, rebuild, pending)
+        watcher = Watcher(WatchFilter.for_site(root, None, [out]), pending)
+        watcher.start()
+        live.state.rebuild(None)
+        live.start()
+        client = Server.__new__(Server)
+        client.conn = http.client.HTTPConnection("127.0.0.1", live.server.port, timeout=60)
+        times = []
+        try:
+            for i in range(runs):
+                marker = f"overhead-{i}"
+                times.append(
+                    measure(client, "/recipes/x/", lambda m=marker: atomic_write(source, m), marker.encode())
+                )
+        finally:
+            client.conn.close()
+            watcher.stop()
+            live.stop()
+    return times
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipes", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=100, help="rows per recipe")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--work", type=Path, default=HERE / "out")
+    parser.add_argument(
+        "--overhead-only", action="store_true", help="measure only the server's own share (no site build)"
+    )
     args = parser.parse_args(argv)
-    root = ensure_site(args.work / f"serve-{args.recipes}x{args.rows}", args.recipes, args.rows)
     load_before = os.getloadavg()
+    overhead = bench_overhead(max(args.runs, 20))
+    print(
+        f"# server overhead (save -> page served, trivial rebuild): median {statistics.median(overhead) * 1000:.1f} ms, "
+        f"max {max(overhead) * 1000:.1f} ms over {len(overhead)} saves"
+    )
+    if args.overhead_only:
+        return 0
+    root = ensure_site(args.work / f"serve-{args.recipes}x{args.rows}", args.recipes, args.rows)
     results = bench(root, args.runs)
     print(
         f"# {platform.python_version()} on {os.cpu_count()} cores; load before {load_before}, after {os.getloadavg()}"

@@ -184,6 +184,9 @@ class PreviewHandler(BaseHTTPRequestHandler):
     server: PreviewServer
     server_version = "llm-recipes-preview"
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle and the client's delayed ACK each answer
+    # on a kept-alive connection would wait ~40 ms.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         self._answer(head=False)
