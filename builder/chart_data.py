@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from builder.charts import ARMS, BUILDS, CONCURRENCY, HISTORY, PROMPT, Chart, Column, axis_title, make_chart
@@ -399,7 +399,7 @@ def comparison_charts(lines: list[Line], builds: list[Build], hardware_name: Har
 def case_charts(
     site: Site,
     arms: Iterable[Arm],
-    rows: dict[str, list[Row]],
+    rows: Mapping[str, list[Row]],
     recon: Reconciliation,
     node_hw: dict[str, str],
 ) -> list[Chart]:

@@ -13,8 +13,11 @@ with a screen reader) gets the same figures.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from builder.figures import QUANTITY_LABELS, STATUS_LABELS
@@ -142,11 +145,53 @@ def axis_title(quantity: str) -> str:
 # build many sites in one process pay for Altair once.
 @functools.cache
 def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
-    """Build the kind's chart with Altair and split its JSON around the dataset."""
+    """The kind's spec template: from the per-user cache, else built with Altair (and cached).
+
+    Importing Altair alone costs an incremental build most of a second, and the template is a pure
+    function of the kind, this module and the Altair version; so it is kept on disk under a key of
+    those, and a build that finds it never imports Altair.
+    """
     if kind not in KINDS:
         raise ValueError(f"unknown chart kind {kind!r}")
     if (kind in PER_QUANTITY) != bool(quantity):
         raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
+    path = _spec_cache_path(kind, quantity)
+    if path is not None:
+        try:
+            cached = json.loads(path.read_text(encoding="utf-8"))
+            return SpecTemplate(cached["prefix"], cached["suffix"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # missing or unreadable: build it
+    template = _build_spec_template(kind, quantity)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(
+                json.dumps({"prefix": template.prefix, "suffix": template.suffix}), encoding="utf-8"
+            )
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+    return template
+
+
+def _spec_cache_path(kind: str, quantity: str) -> Path | None:
+    from importlib import metadata
+
+    from builder.chart_runtime import user_cache_dir
+
+    try:
+        altair_version = metadata.version("altair")
+    except metadata.PackageNotFoundError:
+        return None
+    source = Path(__file__).read_bytes()
+    key = hashlib.sha256(source + b"\0" + altair_version.encode()).hexdigest()[:20]
+    return user_cache_dir() / "chart-specs" / f"{kind}-{quantity or 'all'}-{key}.json"
+
+
+def _build_spec_template(kind: str, quantity: str) -> SpecTemplate:
+    """Build the kind's chart with Altair and split its JSON around the dataset."""
     spec = _define(kind, quantity).to_dict()
     if spec.get("data") != {"name": DATA_NAME}:
         raise ValueError(f"chart kind {kind!r} must read the top-level dataset {DATA_NAME!r}")

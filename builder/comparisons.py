@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,7 +180,7 @@ def _by_setting(rows: Iterable[Row], node_hw: dict[str, str]) -> dict[Setting, l
 
 
 def side_by_side(
-    builds: list[Build], rows: dict[str, list[Row]], recon: Reconciliation, node_hw: dict[str, str]
+    builds: list[Build], rows: Mapping[str, list[Row]], recon: Reconciliation, node_hw: dict[str, str]
 ) -> tuple[list[Line], list[Line]]:
     """(lines shared by two builds or more, figures of one build only), each in a stable order."""
     grouped = {b.slug: _by_setting(rows.get(b.slug, []), node_hw) for b in builds}
@@ -291,7 +291,7 @@ def _flag_differences(recipes: list[Recipe]) -> list[FlagDifference]:
 def same_checkpoint(
     site: Site,
     builds: list[Build],
-    rows: dict[str, list[Row]],
+    rows: Mapping[str, list[Row]],
     recon: Reconciliation,
     node_hw: dict[str, str],
 ) -> list[SameCheckpoint]:
@@ -360,7 +360,7 @@ def node_hardware(site: Site) -> dict[str, str]:
 
 
 def comparison(
-    site: Site, model: str, slug: str, rows: dict[str, list[Row]], recon: Reconciliation
+    site: Site, model: str, slug: str, rows: Mapping[str, list[Row]], recon: Reconciliation
 ) -> Comparison:
     """The comparison of every recipe of ``model``, builds ordered by slug."""
     recipes = [site.recipes[s] for s in sorted(site.recipes) if site.recipes[s].meta.model == model]

@@ -392,12 +392,16 @@ class DepIndex:
             rel = f"content/recipes/{arg}.md"
             return _h(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
         if kind == "model" and arg:
+            # Front matter and rows of the model's recipes, not their bodies: a comparison page
+            # shows no prose, and a body edit should not re-render it.
             parts = []
             for slug in sorted(self.site.recipes):
                 if self.site.recipes[slug].meta.model == arg:
-                    recipe_digest = self.digest(f"recipe:{slug}")
-                    assert recipe_digest is not None
-                    parts += [slug, self.front.get(f"content/recipes/{slug}.md", b"?"), recipe_digest]
+                    parts += [
+                        slug,
+                        self.front.get(f"content/recipes/{slug}.md", b"?"),
+                        *self.rows_of.get(slug, []),
+                    ]
             return _h(dep, *parts)
         return None
 

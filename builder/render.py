@@ -11,7 +11,7 @@ import functools
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,7 +133,7 @@ class RenderContext:
     env: jinja2.Environment
     markdown: Markdown
     assets: Assets
-    rows: dict[str, list[dict[str, Any]]]
+    rows: Mapping[str, list[dict[str, Any]]]
     cases_by_recipe: dict[str, list[Any]]
     build_date: dt.date
     comparisons: dict[str, str] = field(default_factory=dict)

@@ -113,9 +113,19 @@ def fallback_script(records: list[SearchRecord]) -> bytes:
     return b"window.SEARCH_RECORDS=" + dumps_for_script(data).encode("utf-8") + b";\n"
 
 
-def fallback_path(script: bytes) -> str:
-    """Content-hashed, so a cached copy is never stale."""
-    return f"search/records.{hashlib.sha256(script).hexdigest()[:10]}.js"
+def records_digest(records: list[SearchRecord]) -> str:
+    """A hash of the records, hence of the fallback script made from them (cheaper than the script)."""
+    digest = hashlib.sha256()
+    for r in records:
+        for part in (r.url, r.title, r.kind, r.text):
+            data = part.encode()
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def fallback_path(records: list[SearchRecord]) -> str:
+    """Named by the records' hash, so a cached copy is never stale."""
+    return f"search/records.{records_digest(records)[:10]}.js"
 
 
 def _keep(rel: str) -> bool:
@@ -260,21 +270,21 @@ def search_files(
     files: dict[str, bytes] = {}
     for prefix in sorted(bundles):
         files.update(bundles[prefix])
-    script = fallback_script(records)
-    files[fallback_path(script)] = script
+    path = fallback_path(records)
+    key = b"fallback\0" + records_digest(records).encode()
+    files.update(reuse(key, lambda: {path: fallback_script(records)}))
     return files
 
 
 def render_search_page(ctx: RenderContext) -> bytes:
     records = page_records(ctx.site, ctx.markdown)
-    script = fallback_script(records)
     shards = sorted(
         {p for p in shard_prefixes(records) if p != BUNDLE_DIR}, key=lambda p: int(p.rsplit("/", 1)[1])
     )
     return ctx.page(
         "search.html",
         SEARCH_PAGE,
-        fallback_records=fallback_path(script),
+        fallback_records=fallback_path(records),
         bundle=f"{BUNDLE_DIR}/pagefind.js",
         shards=[f"{p}/" for p in shards],
     )

@@ -5,9 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
+
+import pyarrow.compute as pc
 
 from builder.content import slugify
 from builder.flags import FlagSyntaxError, parse_flags, serve_command
@@ -73,16 +76,48 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
     }
 
 
-def rows_by_recipe(site: Site) -> dict[str, list[dict[str, Any]]]:
-    """All rows grouped by recipe, newest first, in one query."""
-    table = site.con.sql(
-        f"""SELECT {", ".join(ROW_COLUMNS)} FROM rows
-        ORDER BY recipe, date DESC, prompt_tokens NULLS LAST, context_tokens, concurrency, row_id"""
-    ).to_arrow_table()
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in table.to_pylist():
-        grouped[row["recipe"]].append(row)
-    return grouped
+class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
+    """All rows grouped by recipe, newest first: one query; a recipe's rows become dicts on first use.
+
+    Converting 100,000 rows to Python objects costs most of a second, and an incremental build
+    renders a handful of recipes; so each recipe's slice is converted when a page asks for it. An
+    unknown recipe has no rows (``[]``), as with a ``defaultdict``.
+    """
+
+    def __init__(self, site: Site) -> None:
+        self._table = site.con.sql(
+            f"""SELECT {", ".join(ROW_COLUMNS)} FROM rows
+            ORDER BY recipe, date DESC, prompt_tokens NULLS LAST, context_tokens, concurrency, row_id"""
+        ).to_arrow_table()
+        counts = pc.value_counts(self._table.column("recipe"))  # in order of appearance: sorted
+        self._slices: dict[str, tuple[int, int]] = {}
+        offset = 0
+        for item in counts.to_pylist():
+            self._slices[item["values"]] = (offset, item["counts"])
+            offset += item["counts"]
+        self._converted: dict[str, list[dict[str, Any]]] = {}
+
+    def __getitem__(self, slug: str) -> list[dict[str, Any]]:
+        rows = self._converted.get(slug)
+        if rows is None:
+            where = self._slices.get(slug)
+            rows = [] if where is None else self._table.slice(*where).to_pylist()
+            self._converted[slug] = rows
+        return rows
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._slices
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slices)
+
+    def __len__(self) -> int:
+        return len(self._slices)
+
+
+def rows_by_recipe(site: Site) -> RowsByRecipe:
+    """All rows grouped by recipe, newest first, in one query (converted lazily)."""
+    return RowsByRecipe(site)
 
 
 @dataclass(frozen=True)
@@ -136,9 +171,17 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
     at_setting = [r for r in matching if (r["prompt_tokens"], r["context_tokens"], r["concurrency"]) == key]
     if not at_setting:
         return None
+
     # A run: same date, node and recorded metadata (two configurations measured on one day are two runs).
     def run_key(r: dict[str, Any]) -> tuple[Any, ...]:
-        return (r["date"], r["node"], r["engine_version"], r["engine_build"] or "", r["flags"] or "", r["env"] or "")
+        return (
+            r["date"],
+            r["node"],
+            r["engine_version"],
+            r["engine_build"] or "",
+            r["flags"] or "",
+            r["env"] or "",
+        )
 
     latest_key = max(run_key(r) for r in at_setting)
     latest = latest_key[:2]
