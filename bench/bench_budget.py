@@ -75,7 +75,8 @@ def timed_builds(root: Path, out: Path, runs: int) -> dict[str, list[float]]:
     stages: dict[str, list[float]] = {}
     for _ in range(runs):
         # cache=False: a full build every time (the incremental cache would make later runs no-ops)
-        result = build(load_config(root, out), cache=False)
+        # workers=1: render in this process, so stage times are comparable across machines
+        result = build(load_config(root, out), cache=False, workers=1)
         for name, secs in result.timings.stages.items():
             stages.setdefault(name, []).append(secs)
         stages.setdefault("total", []).append(sum(result.timings.stages.values()))
