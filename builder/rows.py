@@ -13,13 +13,15 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from builder.errors import Problems
@@ -44,7 +46,7 @@ class RowFile:
     data: bytes
     """The file's bytes, BOM included."""
     kind: str = "csv"
-    """``csv`` or ``jsonl``."""
+    """``csv``, ``jsonl`` or ``parquet``."""
 
 
 @dataclass
@@ -62,6 +64,8 @@ class ParsedFile:
         """Physical 1-based line where table row ``row`` starts (header = line 1)."""
         if self.source.kind == "jsonl":
             return row  # JSONL tables store the physical line as the row id
+        if self.source.kind == "parquet":
+            return row + 1  # Parquet has no lines: the 1-based row number stands in
         if self._lines is None:
             if b'"' not in self.source.data and not self.ragged:
                 return row + 2
@@ -274,46 +278,229 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
     return ParsedFile(source, table.append_column("_line", pa.array(rows, pa.int32())), reported=reported)
 
 
-PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {"csv": parse_csv, "jsonl": parse_jsonl}
+def _parquet_type_error(name: str, kind: pa.DataType) -> str | None:
+    """Why a Parquet column's type cannot hold the field, or None when it can (exactly)."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return None
+    if name in INT_ROW_FIELDS or name == "prompt_tokens":
+        return None if pa.types.is_integer(kind) else f"'{name}' must be an integer column, not {kind}"
+    if name in FLOAT_ROW_FIELDS:
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            return None
+        return f"'{name}' must be a number column, not {kind}"
+    if name == "date":
+        return None if pa.types.is_date32(kind) else f"'date' must be a date or string column, not {kind}"
+    return f"'{name}' must be a string column, not {kind}"
+
+
+def parse_parquet(source: RowFile, problems: Problems) -> ParsedFile:
+    """A Parquet file of rows (for bulk imports): columns named like CSV headers.
+
+    Every cell is turned into the text a CSV file would hold (numbers in their shortest exact form,
+    dates as ISO text), then validated by the same SQL as CSV cells, so a Parquet file loads exactly
+    what it holds or is reported. A column whose type cannot hold its field exactly (a float in an
+    integer field, a timestamp for a date) is an error. Problems name the 1-based row number.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(source.data))
+    except (pa.ArrowException, OSError) as exc:
+        problems.error(source.rel, None, f"cannot read as Parquet: {exc}")
+        return ParsedFile(source, None)
+    if not _check_header(source.rel, table.column_names, problems):
+        return ParsedFile(source, None)
+    columns: dict[str, pa.ChunkedArray] = {}
+    ok = True
+    for name in table.column_names:
+        column = table.column(name)
+        error = _parquet_type_error(name, column.type)
+        if error is not None:
+            problems.error(source.rel, None, error)
+            ok = False
+            continue
+        columns[name] = pc.cast(column, pa.string())
+    if not ok:
+        return ParsedFile(source, None)
+    return ParsedFile(source, pa.table(columns) if columns else None)
+
+
+PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
+    "csv": parse_csv,
+    "jsonl": parse_jsonl,
+    "parquet": parse_parquet,
+}
+ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
 def discover_row_files(root: Path) -> list[RowFile]:
-    """Every ``*.csv`` and ``*.jsonl`` under ``data/rows``, in a stable order."""
+    """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path)."""
     rows_dir = root / "data" / "rows"
     if not rows_dir.is_dir():
         return []
-    found: list[RowFile] = []
-    for path in sorted(rows_dir.rglob("*")):
-        suffix = path.suffix.lower()
-        if suffix in (".csv", ".jsonl") and path.is_file():
-            found.append(RowFile(path.relative_to(root).as_posix(), path.read_bytes(), suffix[1:]))
-    return found
+    # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
+    found: list[tuple[str, str, str]] = []
+    stack = [(str(rows_dir), "data/rows/")]
+    while stack:
+        folder, rel = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    stack.append((entry.path, f"{rel}{entry.name}/"))
+                    continue
+                suffix = os.path.splitext(entry.name)[1].lower()
+                if suffix in ROW_FILE_SUFFIXES and entry.is_file():
+                    found.append((f"{rel}{entry.name}", entry.path, suffix[1:]))
+    out = []
+    for rel, path, kind in sorted(found, key=lambda item: PurePosixPath(item[0]).parts):
+        with open(path, "rb") as handle:
+            out.append(RowFile(rel, handle.read(), kind))
+    return out
+
+
+def _normalise(table: pa.Table, file_ids: pa.Array, row_ids: pa.Array) -> pa.Table:
+    """Every row field as a column (absent ones null), in order, then ``_file`` and ``_row``."""
+    n = table.num_rows
+    for name in ROW_FIELDS:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(n, pa.string()))
+    table = table.select(list(ROW_FIELDS))
+    return table.append_column("_file", file_ids).append_column("_row", row_ids)
+
+
+def _group_key(source: RowFile) -> bytes | None:
+    """The header line of a CSV file with at least one row, as bytes (files sharing it parse as one)."""
+    if source.kind != "csv":
+        return None
+    data = _strip_bom(source.data)
+    end = data.find(b"\n")
+    if end < 0:
+        return None
+    return data[:end].rstrip(b"\r")
+
+
+def _parse_group(header: list[str], files: list[tuple[int, RowFile]]) -> pa.Table | None:
+    """Parse CSV files sharing one header as one buffer; None when any file needs the careful path.
+
+    The bodies are joined and handed to the CSV reader once (threaded on big inputs) instead of once
+    per file, which costs most of the time on thousands of small files. It is only right when
+    every physical line is one record, so the result is kept only if the reader found exactly as
+    many records as there are lines: a quoted newline, a blank line, a ragged row or a stray
+    carriage return all change that count, and the group is then parsed file by file as before.
+    """
+    # One copy of the bytes, into one buffer: slicing and stripping each file would copy it again.
+    joined = bytearray()
+    counts = []
+    for _, source in files:
+        data = source.data
+        start = data.find(b"\n") + 1
+        end = len(data)
+        while end > start and data[end - 1] in b"\r\n":
+            end -= 1
+        if end <= start:
+            return None
+        joined += memoryview(data)[start:end]
+        joined += b"\n"
+        counts.append(data.count(b"\n", start, end) + 1)
+    buffer = bytes(joined)
+    del joined
+    invalid: list[bool] = []
+
+    def on_invalid(_row: Any) -> str:
+        invalid.append(True)
+        return "skip"
+
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(buffer),
+            read_options=pacsv.ReadOptions(column_names=header, use_threads=len(buffer) > 4_000_000),
+            parse_options=pacsv.ParseOptions(
+                delimiter=",",
+                quote_char='"',
+                double_quote=True,
+                escape_char=False,
+                newlines_in_values=b'"' in buffer,
+                ignore_empty_lines=False,
+                invalid_row_handler=on_invalid,
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={name: pa.string() for name in header},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid:
+        return None  # e.g. invalid UTF-8: the careful path says where
+    if invalid or table.num_rows != sum(counts):
+        return None
+    ids = np.array([index for index, _ in files], dtype=np.int32)
+    counts_array = np.array(counts, dtype=np.int64)
+    file_ids = pa.array(np.repeat(ids, counts_array))
+    starts = np.repeat(np.cumsum(counts_array) - counts_array, counts_array)
+    row_ids = pa.array((np.arange(table.num_rows, dtype=np.int64) - starts).astype(np.int32))
+    return _normalise(table, file_ids, row_ids)
 
 
 def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[ParsedFile], pa.Table]:
-    """Parse every file; return them and one all-string table with ``_file`` and ``_row`` columns."""
-    parsed = [PARSERS[f.kind](f, problems) for f in files]
-    tables = []
-    for index, item in enumerate(parsed):
+    """Parse every file; return them and one all-string table with ``_file`` and ``_row`` columns.
+
+    Rows are in file order, then line order. CSV files that share a header are parsed together
+    (see :func:`_parse_group`); anything unusual falls back to parsing its file alone.
+    """
+    parsed: list[ParsedFile | None] = [None] * len(files)
+    pieces: list[pa.Table] = []
+    groups: dict[bytes, list[tuple[int, RowFile]]] = {}
+    for index, source in enumerate(files):
+        key = _group_key(source)
+        if key is not None:
+            groups.setdefault(key, []).append((index, source))
+    for key, members in groups.items():
+        if len(members) < 2:
+            continue
+        try:
+            first = key.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        header = next(csv.reader([first]))
+        if not _check_header("", header, Problems()):
+            continue  # each file reports its own header problems
+        table = _parse_group(header, members)
+        if table is None:
+            continue
+        pieces.append(table)
+        offsets = np.searchsorted(
+            table.column("_file").to_numpy(), [index for index, _ in members] + [len(files)]
+        )
+        for number, (index, source) in enumerate(members):
+            start, stop = int(offsets[number]), int(offsets[number + 1])
+            parsed[index] = ParsedFile(source, table.slice(start, stop - start))
+    for index, source in enumerate(files):
+        if parsed[index] is not None:
+            continue
+        item = PARSERS[source.kind](source, problems)
+        parsed[index] = item
         if item.table is None:
             continue
         table = item.table
         n = table.num_rows
         if "_line" in table.column_names:
-            row_ids = table.column("_line")
+            row_ids = table.column("_line").combine_chunks()
             table = table.drop_columns(["_line"])
         else:
             row_ids = pa.array(np.arange(n, dtype=np.int32))
-        missing = [name for name in ROW_FIELDS if name not in table.column_names]
-        for name in missing:
-            table = table.append_column(name, pa.nulls(n, pa.string()))
-        table = table.select(list(ROW_FIELDS))
-        table = table.append_column("_file", pa.array(np.full(n, index, dtype=np.int32)))
-        table = table.append_column("_row", row_ids)
-        tables.append(table)
-    if tables:
-        combined = pa.concat_tables(tables)
+        pieces.append(_normalise(table, pa.array(np.full(n, index, dtype=np.int32)), row_ids))
+    if pieces:
+        combined = pa.concat_tables(pieces)
+        file_ids = combined.column("_file").to_numpy()
+        if len(file_ids) > 1 and bool(np.any(file_ids[1:] < file_ids[:-1])):
+            # Groups and single files interleave: back to file order, then line order.
+            combined = combined.take(
+                pc.sort_indices(combined, [("_file", "ascending"), ("_row", "ascending")])
+            )
     else:
-        schema = pa.schema([*STRING_SCHEMA_FIELDS, pa.field("_file", pa.int32()), pa.field("_row", pa.int32())])
+        schema = pa.schema(
+            [*STRING_SCHEMA_FIELDS, pa.field("_file", pa.int32()), pa.field("_row", pa.int32())]
+        )
         combined = schema.empty_table()
-    return parsed, combined
+    return [p for p in parsed if p is not None], combined
