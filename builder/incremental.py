@@ -283,6 +283,9 @@ def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport |
         return None
     if _output_changes(out_path, state) != (set(), set()):
         return None
+    from builder.output import remove_leftovers  # light: os, shutil, tempfile
+
+    remove_leftovers(out_path)
     if inputs.stats != state.inputs.stats:
         # Same content, new stat (touched, or rewritten identically): remember it for next time.
         state.inputs = inputs
@@ -709,6 +712,9 @@ class IncrementalBuilder:
         damaged, extra = _output_changes(config.out, state) if state is not None else (set(), set())
         lap("scan")
         if state is not None and inputs.digests == state.inputs.digests and not damaged and not extra:
+            from builder.output import remove_leftovers
+
+            remove_leftovers(config.out)
             state.inputs = inputs
             self._save_state(state)
             return BuildReport(
@@ -730,7 +736,7 @@ class IncrementalBuilder:
         from builder.deps import declared
         from builder.inputs import digest_bytes
         from builder.loadcache import LoadCache
-        from builder.output import publish
+        from builder.output import publish, remove_leftovers
         from builder.pipeline import load_and_reconcile, output_stages
         from builder.render import make_context, page_jobs
 
@@ -846,6 +852,8 @@ class IncrementalBuilder:
             for path in write:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
+        else:
+            remove_leftovers(out)
         lap("write")
 
         rows = site.rows.num_rows

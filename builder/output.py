@@ -81,6 +81,26 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+STAGING_MARKER = ".llm-recipes-staging"
+
+
+def remove_leftovers(out: Path) -> None:
+    """Folders a killed build left beside the output (``kill -9`` gives no chance to clean up).
+
+    Only our own: named like our staging folders *and* carrying our staging or site marker.
+    """
+    try:
+        siblings = list(out.parent.iterdir())
+    except OSError:
+        return
+    for sibling in siblings:
+        name = sibling.name
+        if not (name.startswith((f".{out.name}.new-", f".{out.name}.old-")) and sibling.is_dir()):
+            continue
+        if (sibling / STAGING_MARKER).is_file() or (sibling / MARKER).is_file():
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
 def publish(
     files: Mapping[str, bytes], out: Path, root: Path, *, reuse: Mapping[str, Path] | None = None
 ) -> None:
@@ -92,14 +112,17 @@ def publish(
     check_output_dir(out, root)
     out = out.resolve()
     parent = out.parent
+    remove_leftovers(out)
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
+        (staging / STAGING_MARKER).write_bytes(b"")
     except OSError as exc:
         raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
     old: Path | None = None
     try:
         _write_tree(staging, files, reuse or {})
+        (staging / STAGING_MARKER).unlink()
         os.chmod(staging, 0o755)
         # Swap in one step where the kernel can; otherwise two renames, undone on failure.
         if out.exists() and _exchange(staging, out):

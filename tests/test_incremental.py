@@ -21,7 +21,7 @@ import pytest
 
 from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
-from builder.incremental import IncrementalBuilder, quick_noop
+from builder.incremental import IncrementalBuilder, quick_noop, state_dir
 from builder.pipeline import build
 from tests.conftest import REPO
 
@@ -349,3 +349,46 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
     assert report.ok
     assert page.read_bytes() == good
     assert not (out / "stray.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("victim", "damage"),
+    [
+        ("state.pickle", "truncate"),
+        ("state.pickle", "flip"),
+        ("load.pickle", "flip"),
+        ("load.pickle", "garbage"),
+        ("rows.arrow", "flip"),
+        ("rows.arrow", "empty"),
+    ],
+)
+def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
+    site: Path, tmp_path: Path, victim: str, damage: str
+) -> None:
+    out = tmp_path / "out"
+    build(load_config(site, out), workers=1)
+    folder = state_dir(site, out.resolve())
+    path = folder / victim
+    data = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
+    elif damage == "garbage":
+        path.write_bytes(b"\x80\x04not a cache at all" * 50)
+    else:
+        path.write_bytes(b"")
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(
+        recipe.read_text(encoding="utf-8") + "\nEdited after the cache broke.\n", encoding="utf-8"
+    )
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok, report.problems
+    assert report.cache_note is not None and "discarded" in report.cache_note
+    assert report.reused == 0  # nothing trusted from the broken record
+    assert clean_build(site, tmp_path / "clean") is None
+    assert_same_tree(out, tmp_path / "clean", f"{victim} {damage}")
+    # The next build trusts the fresh record again.
+    again = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert again.ok and again.noop and again.cache_note is None
