@@ -203,8 +203,9 @@ def _load_page(
         # Universal newlines, as reading in text mode gives.
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         doc = split_document(rel, text)
-    except UnicodeDecodeError:
-        problems.error(rel, None, "not valid UTF-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problems.error(rel, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
         return None
     except BuilderError as exc:
         problems.add(exc)
