@@ -140,21 +140,40 @@ class PendingChanges:
     clock: Callable[[], float] = time.monotonic
     _cond: threading.Condition = field(default_factory=threading.Condition, init=False, repr=False)
     _paths: set[Path] = field(default_factory=set, init=False, repr=False)
+    _writing: set[Path] = field(default_factory=set, init=False, repr=False)
     _first: float = field(default=0.0, init=False, repr=False)
     _last: float = field(default=0.0, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
 
-    def add(self, paths: Iterable[Path]) -> None:
+    def add(self, paths: Iterable[Path], *, writing: Iterable[Path] = (), done: Iterable[Path] = ()) -> None:
+        """Record changed ``paths``; ``writing`` are files still open for writing (a batch waits for
+        them, up to ``max_delay``, so a file saved in place is not read half-written), ``done`` are
+        files closed, renamed or deleted since."""
         new = set(paths)
-        if not new:
-            return
         with self._cond:
+            self._writing |= set(writing)
+            self._writing -= set(done)
+            if not new:
+                self._cond.notify_all()
+                return
             now = self.clock()
             if not self._paths:
                 self._first = now
             self._paths |= new
             self._last = now
             self._cond.notify_all()
+
+    def ready(self) -> bool:
+        """Whether the pending batch may be taken now (changes quiet, nothing half-written, or too old)."""
+        with self._cond:
+            return bool(self._paths) and self._remaining() <= 0
+
+    def _remaining(self) -> float:
+        now = self.clock()
+        overdue = self._first + self.max_delay - now
+        if self._writing & self._paths:
+            return overdue
+        return min(self._last + self.quiet - now, overdue)
 
     def close(self) -> None:
         """Wake and end :meth:`wait_batch` for good (server shutdown)."""
@@ -175,14 +194,14 @@ class PendingChanges:
             if not self._cond.wait_for(lambda: self._paths or self._closed, timeout):
                 return set()
             while not self._closed:
-                now = self.clock()
-                remaining = min(self._last + self.quiet - now, self._first + self.max_delay - now)
+                remaining = self._remaining()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
             if self._closed:
                 return None
             batch, self._paths = self._paths, set()
+            self._writing -= batch  # whatever still writes will say so again
             return batch
 
 
@@ -206,7 +225,13 @@ class ChangeHandler(FileSystemEventHandler):
     disappears is reported itself, meaning "whatever was under it". ``on_folder(path, present)`` hears
     of folders appearing and disappearing, so the watcher can follow ``content/``, ``data/`` and
     ``templates/`` being removed and created again.
+
+    With ``track_writes`` (the observer reports closes, as inotify does), a modified file counts as
+    being written until it is closed, so a file saved in place (truncated, then written) is not
+    rebuilt from half its bytes.
     """
+
+    track_writes = False
 
     def __init__(
         self,
@@ -248,7 +273,16 @@ class ChangeHandler(FileSystemEventHandler):
         return found
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        self.pending.add(self.paths_of(event))
+        paths = self.paths_of(event)
+        writing: set[Path] = set()
+        done: set[Path] = set()
+        if not event.is_directory:
+            kind = event.event_type
+            if kind == "modified" and self.track_writes:
+                writing = paths
+            elif kind in ("closed", "deleted", "moved"):
+                done = {_fs(event.src_path)}
+        self.pending.add(paths, writing=writing, done=done)
 
 
 ObserverFactory = Callable[[], BaseObserver]
@@ -305,6 +339,7 @@ class Watcher:
                 if recursive:
                     self._watched[folder] = watch
             observer.start()
+            self.handler.track_writes = _reports_closes(observer)
         except BaseException:
             _stop(observer)
             raise
@@ -329,6 +364,14 @@ class Watcher:
         if self.observer is not None:
             _stop(self.observer)
             self.observer = None
+
+
+def _reports_closes(observer: BaseObserver) -> bool:
+    try:
+        from watchdog.observers.inotify import InotifyObserver
+    except ImportError:  # not Linux
+        return False
+    return isinstance(observer, InotifyObserver)
 
 
 def _stop(observer: BaseObserver) -> None:

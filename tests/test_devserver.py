@@ -517,8 +517,15 @@ def test_serve_command_prints_the_url_serves_rebuilds_and_stops_on_ctrl_c(themed
             recipe.read_text(encoding="utf-8").replace("Tiny model on a test GPU", "Edited live"),
             encoding="utf-8",
         )
-        conn.request("GET", f"/__livereload/poll?since={epoch}&timeout=20&path=/recipes/tiny/")
-        state = json.loads(conn.getresponse().read())
+        # Wait (as the page script does) for a rebuild that changed the page; a slow machine may
+        # need more than one poll.
+        for _ in range(10):
+            conn.request("GET", f"/__livereload/poll?since={epoch}&timeout=20&path=/recipes/tiny/")
+            state = json.loads(conn.getresponse().read())
+            assert state["problems"] == []
+            if state["reload"]:
+                break
+            epoch = state["epoch"]
         assert state["reload"] is True, state
         conn.request("GET", "/recipes/tiny/")
         soup = BeautifulSoup(conn.getresponse().read(), "html.parser")

@@ -6,6 +6,7 @@ import errno
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -204,33 +205,32 @@ def test_handler_records_into_pending(root: Path) -> None:
 # --- debounce ------------------------------------------------------------------------------------
 
 
-def test_a_burst_of_200_events_is_one_batch(root: Path) -> None:
-    """A ``git checkout`` touching 200 files, arriving from another thread, in one batch."""
-    handler, pending = handler_for(root)
-    pending.quiet = 0.3
-    paths = [root / f"data/rows/r{i:03d}/2026-01-01-node-a.csv" for i in range(200)]
-    started = threading.Event()
-
-    def checkout() -> None:
-        started.set()
-        for path in paths:
-            handler.dispatch(FileModifiedEvent(str(path)))
-
-    thread = threading.Thread(target=checkout)
-    thread.start()
-    started.wait()
-    batch = pending.wait_batch()
-    thread.join()
-    assert batch == set(paths)
-    assert pending.wait_batch(timeout=0) == set()
-
-
 class FakeClock:
     def __init__(self) -> None:
         self.now = 100.0
 
     def __call__(self) -> float:
         return self.now
+
+
+def test_a_burst_of_200_events_is_one_batch(root: Path) -> None:
+    """A ``git checkout`` touching 200 files, from another thread, while the consumer waits: one batch.
+
+    The clock is fake, so the burst stays inside the quiet window however the threads are scheduled.
+    """
+    clock = FakeClock()
+    handler, _ = handler_for(root)
+    pending = handler.pending = PendingChanges(quiet=0.05, max_delay=1.0, clock=clock)
+    paths = [root / f"data/rows/r{i:03d}/2026-01-01-node-a.csv" for i in range(200)]
+    batches: list[set[Path] | None] = []
+    consumer = threading.Thread(target=lambda: batches.append(pending.wait_batch()))
+    consumer.start()
+    for path in paths:
+        handler.dispatch(FileModifiedEvent(str(path)))
+    clock.now += 0.06  # the checkout is over: quiet from now on
+    consumer.join(10)
+    assert batches == [set(paths)]
+    assert pending.wait_batch(timeout=0) == set()
 
 
 def test_a_steady_stream_still_yields_a_batch_after_max_delay() -> None:
@@ -249,6 +249,51 @@ def test_quiet_window_has_passed() -> None:
     pending.add([Path("/s/content/a.md")])
     clock.now += 0.06
     assert pending.wait_batch() == {Path("/s/content/a.md")}
+
+
+def test_a_file_being_written_in_place_holds_the_batch_until_closed(root: Path) -> None:
+    clock = FakeClock()
+    handler, _ = handler_for(root)
+    handler.track_writes = True
+    pending = handler.pending = PendingChanges(quiet=0.01, max_delay=1.0, clock=clock)
+    recipe = root / "content/recipes/tiny.md"
+    handler.dispatch(FileModifiedEvent(str(recipe)))  # truncated: still open for writing
+    clock.now += 0.5
+    assert not pending.ready()
+    handler.dispatch(FileModifiedEvent(str(recipe)))
+    handler.dispatch(FileClosedEvent(str(recipe)))
+    assert not pending.ready()  # closed, but the quiet window starts again
+    clock.now += 0.02
+    assert pending.ready()
+    assert pending.wait_batch() == {recipe}
+
+
+def test_a_writer_that_never_closes_waits_only_max_delay(root: Path) -> None:
+    clock = FakeClock()
+    handler, _ = handler_for(root)
+    handler.track_writes = True
+    pending = handler.pending = PendingChanges(quiet=0.01, max_delay=1.0, clock=clock)
+    recipe = root / "content/recipes/tiny.md"
+    handler.dispatch(FileModifiedEvent(str(recipe)))
+    clock.now += 0.99
+    assert not pending.ready()
+    clock.now += 0.02
+    assert pending.wait_batch() == {recipe}
+    # A rename or a deletion also ends a write.
+    handler.dispatch(FileModifiedEvent(str(recipe)))
+    handler.dispatch(FileDeletedEvent(str(recipe)))
+    clock.now += 0.02
+    assert pending.wait_batch() == {recipe}
+
+
+def test_without_close_events_modifications_are_not_held(root: Path) -> None:
+    clock = FakeClock()
+    handler, _ = handler_for(root)
+    pending = handler.pending = PendingChanges(quiet=0.01, max_delay=1.0, clock=clock)
+    recipe = root / "content/recipes/tiny.md"
+    handler.dispatch(FileModifiedEvent(str(recipe)))  # polling: no close will ever come
+    clock.now += 0.02
+    assert pending.ready()
 
 
 def test_wait_batch_timeout_and_close() -> None:
@@ -327,6 +372,28 @@ def test_real_inotify_atomic_save_rename_delete_and_new_folder(root: Path, watch
     site_yaml = root / "site.yaml"
     site_yaml.write_text("title: T\n", encoding="utf-8")
     assert collect_until(pending, {site_yaml}) == {site_yaml}
+
+
+def test_real_inotify_slow_in_place_save_is_read_whole(root: Path, watching) -> None:  # type: ignore[no-untyped-def]
+    watcher, pending = watching
+    assert watcher.handler.track_writes
+    recipe = root / "content/recipes/tiny.md"
+    whole = "---\ntitle: whole\n---\n" + "body line\n" * 2000
+
+    def slow_save() -> None:
+        with recipe.open("w", encoding="utf-8") as out:  # truncates, like an in-place save
+            out.write(whole[:100])
+            out.flush()
+            time.sleep(0.3)  # a slow writer (a loaded machine), far beyond the quiet window
+            out.write(whole[100:])
+
+    writer = threading.Thread(target=slow_save)
+    writer.start()
+    batch = pending.wait_batch(timeout=10)
+    seen = recipe.read_text(encoding="utf-8")  # what a rebuild starting now would read
+    writer.join()
+    assert batch == {recipe}
+    assert seen == whole
 
 
 def test_source_folder_created_after_start_is_watched(tmp_path: Path) -> None:
