@@ -13,6 +13,7 @@ and only with files inside its output folder once symlinks are resolved.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import math
@@ -56,6 +57,8 @@ class RebuildResult:
     """Wall time of the rebuild, filled in by the server."""
     internal: str | None = None
     """Traceback of an unexpected exception in the builder, for the terminal."""
+    note: str | None = None
+    """Something the author should know that is not a problem (e.g. why the build cache was dropped)."""
 
     @property
     def ok(self) -> bool:
@@ -114,7 +117,7 @@ class BuildState:
             result = self._rebuild(paths)
         except Exception as exc:  # the preview must outlive any builder bug
             result = internal_error(exc)
-        result = _with_seconds(result, time.perf_counter() - start)
+        result = dataclasses.replace(result, seconds=time.perf_counter() - start)
         with self._cond:
             self.epoch += 1
             self._history.append((self.epoch, result.changed if result.ok else frozenset()))
@@ -169,12 +172,6 @@ class BuildState:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-
-
-def _with_seconds(result: RebuildResult, seconds: float) -> RebuildResult:
-    return RebuildResult(
-        result.problems, result.warnings, result.changed, result.files, seconds, result.internal
-    )
 
 
 # --- HTTP ----------------------------------------------------------------------------------------

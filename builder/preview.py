@@ -46,11 +46,14 @@ class PreviewBuilder:
             self.engine = IncrementalBuilder(config, workers=1)
         report = self.engine.build(None if changed is None else set(changed))
         if report.problems:
-            return RebuildResult(problems=tuple(report.problems), warnings=tuple(report.warnings))
+            return RebuildResult(
+                problems=tuple(report.problems), warnings=tuple(report.warnings), note=report.cache_note
+            )
         return RebuildResult(
             warnings=tuple(report.warnings),
             changed=frozenset(report.written) | frozenset(report.removed),
             files=len(report.written),
+            note=report.cache_note,
         )
 
     def close(self) -> None:

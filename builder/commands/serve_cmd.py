@@ -41,6 +41,8 @@ def report(result: RebuildResult) -> None:
     """The terminal side of a rebuild: ``check``-style problems, or one line when it went well."""
     from builder.commands.report import format_text
 
+    if result.note:
+        _say(f"note: {result.note}")
     if result.internal:
         _say(result.internal.rstrip())
     if result.problems or result.warnings:
