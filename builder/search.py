@@ -13,15 +13,16 @@ element, which ``file://`` allows, and matches words itself. It ranks more crude
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import hashlib
 import html
+import json
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from builder import deps
 from builder.content import Markdown
@@ -144,41 +145,26 @@ def faq_record_html(record: SearchRecord) -> str:
     )
 
 
-async def _index(source: Path, out_dir: Path) -> int:
-    from pagefind.index import IndexConfig, PagefindIndex
-
-    config = IndexConfig(
-        root_selector="main",
-        exclude_selectors=list(EXCLUDE_SELECTORS),
-        force_language=LANGUAGE,
-        output_path=str(out_dir),
-    )
-    async with PagefindIndex(config) as index:
-        # One request for the whole folder: the Python service answers one message per 0.1 s
-        # poll, so adding pages one by one would cost 0.1 s each.
-        result = await index.add_directory(str(source))
-        # Leaving the block writes the bundle to output_path.
-    return int(result["page_count"])
-
-
-def _run_coroutine_in_thread(coro: Any) -> Any:
-    """Run ``coro`` on a fresh event loop in its own thread.
-
-    ``asyncio.run`` refuses to start inside a thread that already runs a loop (a caller embedding the
-    builder in an async program, or Playwright's sync API in the same test process), so the index is
-    always built on a thread of its own.
-    """
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
 def _pagefind(pages: Mapping[str, bytes], prefix: str = BUNDLE_DIR) -> dict[str, bytes]:
     """Run Pagefind over ``pages`` (scratch path → HTML); return ``<prefix>/…`` files."""
     return _pagefind_many({prefix: pages})[prefix]
 
 
+def _pagefind_command(source: Path, out_dir: Path) -> list[str]:
+    command = [sys.executable, "-m", "pagefind", "--site", str(source), "--output-path", str(out_dir)]
+    command += ["--root-selector", "main", "--force-language", LANGUAGE, "--silent"]
+    for selector in EXCLUDE_SELECTORS:
+        command += ["--exclude-selectors", selector]
+    return command
+
+
 def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, bytes]]:
-    """Index several page sets, two Pagefind processes at a time; ``{prefix: files}``."""
+    """Index several page sets, two Pagefind processes at a time; ``{prefix: files}``.
+
+    The Pagefind command line, run to its normal exit: the Python service API answers "written"
+    and then terminates the binary, which under load can cut files short (an empty
+    ``pagefind-entry.json`` was seen). A process that exits has finished writing.
+    """
     with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
         jobs = []
         for number, (prefix, pages) in enumerate(sorted(shards.items())):
@@ -188,24 +174,32 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             jobs.append((prefix, source, Path(scratch) / f"out-{number}", len(pages)))
+        running: list[tuple[subprocess.Popen[bytes], str]] = []
+        failures: list[str] = []
 
-        async def run_all() -> list[int]:
-            gate = asyncio.Semaphore(2)
+        def reap(proc: subprocess.Popen[bytes], prefix: str) -> None:
+            _, err = proc.communicate()
+            if proc.returncode != 0:
+                failures.append(
+                    f"{prefix}: exit {proc.returncode}: {err.decode(errors='replace').strip()[:300]}"
+                )
 
-            async def one(source: Path, out_dir: Path) -> int:
-                async with gate:
-                    return await _index(source, out_dir)
-
-            return list(await asyncio.gather(*(one(source, out) for _, source, out, _ in jobs)))
-
-        try:
-            counts = _run_coroutine_in_thread(run_all())
-        except Exception as exc:  # the service raises bare Exception for its error replies
-            raise SearchIndexError(f"Pagefind could not build the search index: {exc}") from None
+        for prefix, source, out_dir, _count in jobs:
+            if len(running) >= 2:
+                reap(*running.pop(0))
+            try:
+                proc = subprocess.Popen(
+                    _pagefind_command(source, out_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+                )
+            except OSError as exc:
+                raise SearchIndexError(f"cannot run Pagefind: {exc.strerror}") from None
+            running.append((proc, prefix))
+        for proc, prefix in running:
+            reap(proc, prefix)
+        if failures:
+            raise SearchIndexError("Pagefind could not build the search index: " + "; ".join(failures))
         result: dict[str, dict[str, bytes]] = {}
-        for (prefix, _source, out_dir, expected), indexed in zip(jobs, counts, strict=True):
-            if indexed != expected:
-                raise SearchIndexError(f"Pagefind indexed {indexed} of {expected} pages")
+        for prefix, _source, out_dir, expected in jobs:
             files: dict[str, bytes] = {}
             for written in sorted(out_dir.rglob("*")):
                 rel = written.relative_to(out_dir).as_posix()
@@ -213,6 +207,13 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
                     files[f"{prefix}/{rel}"] = written.read_bytes()
             if f"{prefix}/pagefind.js" not in files:
                 raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
+            try:
+                entry = json.loads(files[f"{prefix}/pagefind-entry.json"])
+                indexed = sum(language["page_count"] for language in entry["languages"].values())
+            except (KeyError, ValueError, TypeError):
+                raise SearchIndexError(f"Pagefind wrote an unreadable {prefix}/pagefind-entry.json") from None
+            if indexed != expected:
+                raise SearchIndexError(f"Pagefind indexed {indexed} of {expected} pages")
             result[prefix] = files
         return result
 
