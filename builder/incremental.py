@@ -848,7 +848,7 @@ class IncrementalBuilder:
                 )
         removed = sorted(set(previous) - set(new_records))
         if write or removed or damaged or state is None or _output_changes(out, state)[1]:
-            publish(write, out, config.root, reuse=link)
+            publish(write, out, config.root, reuse=link, trash=config.cache_dir / "trash")
             for path in write:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -101,13 +103,52 @@ def remove_leftovers(out: Path) -> None:
             shutil.rmtree(sibling, ignore_errors=True)
 
 
+_DELETE_OLD = (
+    "import pathlib, shutil, sys\n"
+    "for p in sorted(pathlib.Path(sys.argv[1]).glob('old-*')): shutil.rmtree(p, ignore_errors=True)"
+)
+
+
+def _dispose(old: Path, trash: Path | None) -> None:
+    """Delete the replaced site; into ``trash`` and in the background when there is one.
+
+    Deleting thousands of files can take seconds on a busy disk, and nobody waits for the old site:
+    it is moved out of the way (one rename) and a detached process deletes it. Without a usable
+    trash folder (another file system, say) it is deleted here.
+    """
+    if trash is not None:
+        try:
+            trash.mkdir(parents=True, exist_ok=True)
+            target = Path(tempfile.mkdtemp(prefix="old-", dir=trash))
+            os.rename(old, target / "site")
+            subprocess.Popen(
+                # Every old-* folder: one a killed deleter left behind goes too.
+                [sys.executable, "-c", _DELETE_OLD, str(trash)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+            return
+        except OSError:
+            pass
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def publish(
-    files: Mapping[str, bytes], out: Path, root: Path, *, reuse: Mapping[str, Path] | None = None
+    files: Mapping[str, bytes],
+    out: Path,
+    root: Path,
+    *,
+    reuse: Mapping[str, Path] | None = None,
+    trash: Path | None = None,
 ) -> None:
     """Write ``files`` into ``out`` atomically, replacing what was there.
 
     ``reuse`` maps further output paths to unchanged files of the previous output (usually inside
-    ``out``), which are hard-linked into the new tree instead of being written again.
+    ``out``), which are hard-linked into the new tree instead of being written again. The replaced
+    site is deleted in the background from ``trash`` when given (see :func:`_dispose`).
     """
     check_output_dir(out, root)
     out = out.resolve()
@@ -147,4 +188,4 @@ def publish(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _dispose(old, trash)
