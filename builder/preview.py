@@ -30,9 +30,12 @@ class PreviewBuilder:
     rebuilds only what depends on it; it reloads ``site.yaml`` on every build.
     """
 
-    def __init__(self, root: Path, out: Path | None = None) -> None:
+    def __init__(self, root: Path, out: Path | None = None, *, workers: int = 1) -> None:
         self.root = root.resolve()
         self.out = out if out is not None else serve_out_dir(self.root)
+        self.workers = workers
+        """Render processes. One by default: forking a process that runs threads (HTTP, watcher)
+        can leave a child waiting forever on a lock another thread held at fork time."""
         self.engine: IncrementalBuilder | None = None
 
     def __call__(self, changed: frozenset[Path] | None) -> RebuildResult:
@@ -41,9 +44,7 @@ class PreviewBuilder:
                 config = load_config(self.root, self.out)
             except BuilderError as exc:  # e.g. a broken site.yaml at start-up: retried on the next change
                 return RebuildResult(problems=(exc.problem(),))
-            # Render in this process: forking a process that runs threads (HTTP, watcher, DuckDB's
-            # pool) can leave a child waiting forever on a lock another thread held at fork time.
-            self.engine = IncrementalBuilder(config, workers=1)
+            self.engine = IncrementalBuilder(config, workers=self.workers)
         report = self.engine.build(None if changed is None else set(changed))
         if report.problems:
             return RebuildResult(

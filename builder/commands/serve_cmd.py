@@ -18,6 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port", type=int, default=8000, help="port to listen on; 0 picks a free one (default: 8000)"
     )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="render with N forked processes (default: 1; forking a server that runs threads risks a hung child)",
+    )
 
 
 def _say(text: str, stream: TextIO | None = None) -> None:
@@ -68,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.root)  # a wrong --root is a usage mistake: fail now, not in the overlay
     out = serve_out_dir(config.root)
     pending = PendingChanges()
-    preview = PreviewBuilder(config.root, out)
+    preview = PreviewBuilder(config.root, out, workers=args.jobs)
     try:
         server = LiveReloadServer.create(
             args.host,
