@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever what the cache files hold changes shape."""
 MAGIC = b"llm-recipes-builder cache\n"
 MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
@@ -548,6 +548,13 @@ def _raise_first(errors: list[_Rendered]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+class _Kept(bytes):
+    """Marks a file reused from the previous output: linked, never read unless a stage asks."""
+
+
+KEPT = _Kept()
+
+
 class StageMemo:
     """The engine's :class:`builder.deps.Reuse`: previous outputs by key, read back from the output."""
 
@@ -582,10 +589,8 @@ class StageMemo:
         paths = self.previous.get(full)
         if paths is None or not all(self.usable(p) for p in paths):
             return full, None
-        try:
-            return full, {p: (self.out / p).read_bytes() for p in paths}
-        except OSError:
-            return full, None
+        # Not read: the files are linked from the previous output as they are (see KEPT).
+        return full, dict.fromkeys(paths, KEPT)
 
     def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
         full, files = self._earlier(key)
@@ -618,14 +623,16 @@ class StageMemo:
 class OutputFiles(Mapping[str, bytes]):
     """Every output file of this build: fresh bytes, or the previous file read when asked for."""
 
-    def __init__(self, fresh: dict[str, bytes], kept: dict[str, Path]) -> None:
+    def __init__(self, fresh: dict[str, bytes], kept: dict[str, Path], out: Path) -> None:
         self.fresh = fresh
         self.kept = kept
+        self.out = out
 
     def __getitem__(self, key: str) -> bytes:
-        if key in self.fresh:
-            return self.fresh[key]
-        return self.kept[key].read_bytes()
+        data = self.fresh.get(key)
+        if data is not None and data is not KEPT:
+            return data
+        return (self.kept[key] if data is None else self.out / key).read_bytes()
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted({*self.fresh, *self.kept}))
@@ -661,6 +668,12 @@ class IncrementalBuilder:
         self._markdown: dict[str, RenderedBody] | None = None
         self._loaded_from_disk = False
         self._cache_note: str | None = None
+        # What load.pickle and rows.arrow hold now, so an unchanged load cache is not rewritten.
+        self._saved_load: tuple[Any, ...] | None = None
+        self._saved_typed: Any = None
+        self._saved_rows_digest: bytes | None = None
+        self._cache_code: bytes | None = None
+        """Builder code and toolchain the load cache was made with."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -746,6 +759,13 @@ class IncrementalBuilder:
             seconds[name] = seconds.get(name, 0.0) + now - mark
             mark = now
 
+        # Parses and rendered markdown depend on the builder's code too: another version, a fresh cache.
+        code = _h(
+            environment,
+            *(f"{k}\0".encode() + v for k, v in sorted(inputs.digests.items()) if k.startswith("@builder/")),
+        )
+        if self._cache_code != code:
+            self._cache, self._markdown, self._cache_code = None, None, code
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
         loaded = load_and_reconcile(config, cache=cache)
@@ -811,7 +831,7 @@ class IncrementalBuilder:
             fresh_prints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
         lap("render")
 
-        files = OutputFiles(fresh, kept)
+        files = OutputFiles(fresh, kept, out)
         memo = StageMemo(
             state.memo if state is not None else {},
             lambda p: p in previous and p not in damaged,
@@ -833,8 +853,13 @@ class IncrementalBuilder:
         written: list[str] = []
         new_records: dict[str, OutputRecord] = dict(records)
         for path, data in fresh.items():
-            digest = digest_bytes(data)
             old = previous.get(path)
+            if data is KEPT:
+                assert old is not None  # the memo only hands back files the previous build recorded
+                link[path] = out / path
+                new_records[path] = old
+                continue
+            digest = digest_bytes(data)
             if old is not None and old.digest == digest and path not in damaged:
                 link[path] = out / path
                 new_records[path] = OutputRecord(
@@ -897,17 +922,28 @@ class IncrementalBuilder:
                 raise CacheCorrupt("state.pickle holds something else")
             if state is None or load is None:
                 return
-            cache, markdown, rows_digest = load
+            try:
+                cache, markdown, rows_digest, code = load
+            except (TypeError, ValueError):
+                raise CacheCorrupt("load.pickle holds something else") from None
             from builder.loadcache import LoadCache
 
             if not isinstance(cache, LoadCache) or not isinstance(markdown, dict):
                 raise CacheCorrupt("load.pickle holds something else")
             cache.rows.typed = self._read_rows(folder / "rows.arrow", rows_digest)
+            self._saved_load = (
+                id(cache.rows.typed),
+                frozenset(cache.pages),
+                frozenset(markdown),
+                tuple(cache.rows.entries),
+                code,
+            )
+            self._saved_typed, self._saved_rows_digest = cache.rows.typed, rows_digest
         except CacheCorrupt as exc:
             self._cache_note = f"build cache discarded ({exc}); built from scratch"
             self._discard(folder)
             return
-        self._state, self._cache, self._markdown = state, cache, markdown
+        self._state, self._cache, self._markdown, self._cache_code = state, cache, markdown, code
 
     def _read_rows(self, path: Path, digest: bytes | None) -> Any:
         if digest is None:
@@ -943,6 +979,7 @@ class IncrementalBuilder:
             pass  # a cache that cannot be written only costs speed
 
     def _save_all(self, state: State, cache: LoadCache, markdown: dict[str, Any]) -> None:
+        """Write the record; the load cache only when it changed (it is most of the bytes)."""
         if not self.persist:
             return
         import pyarrow as pa
@@ -950,23 +987,33 @@ class IncrementalBuilder:
         folder = self._dir()
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            rows_digest = None
             typed = cache.rows.typed
-            if typed is not None:
-                sink = pa.BufferOutputStream()
-                with pa.ipc.new_file(sink, typed.schema) as writer:
-                    writer.write_table(typed)
-                data = sink.getvalue().to_pybytes()
-                rows_digest = hashlib.blake2b(data, digest_size=32).digest()
-                tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
-                tmp.write_bytes(data)
-                os.replace(tmp, folder / "rows.arrow")
-            typed_saved, cache.rows.typed = cache.rows.typed, None
-            try:
-                _write_cache(folder / "load.pickle", (cache, markdown, rows_digest))
-            finally:
-                cache.rows.typed = typed_saved
+            signature = (
+                id(typed),
+                frozenset(cache.pages),
+                frozenset(markdown),
+                tuple(cache.rows.entries),
+                self._cache_code,
+            )
+            if signature != self._saved_load:
+                rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
+                if typed is not None and rows_digest is None:
+                    sink = pa.BufferOutputStream()
+                    with pa.ipc.new_file(sink, typed.schema) as writer:
+                        writer.write_table(typed)
+                    data = sink.getvalue().to_pybytes()
+                    rows_digest = hashlib.blake2b(data, digest_size=32).digest()
+                    tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
+                    tmp.write_bytes(data)
+                    os.replace(tmp, folder / "rows.arrow")
+                typed_saved, cache.rows.typed = cache.rows.typed, None
+                try:
+                    _write_cache(folder / "load.pickle", (cache, markdown, rows_digest, self._cache_code))
+                finally:
+                    cache.rows.typed = typed_saved
+                self._saved_load, self._saved_typed, self._saved_rows_digest = signature, typed, rows_digest
             # state.pickle last: it vouches for the others.
             _write_cache(folder / "state.pickle", state)
         except OSError:
+            self._saved_load = None
             self._discard(folder)

@@ -14,19 +14,24 @@ from typing import Any
 
 from markupsafe import Markup
 
-_ESCAPES = {
-    ord("<"): "\\u003c",
-    ord(">"): "\\u003e",
-    ord("&"): "\\u0026",
-    0x2028: "\\u2028",
-    0x2029: "\\u2029",
-}
+_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
 
 
 def dumps_for_script(value: Any, *, indent: int | None = None) -> str:
     """``json.dumps`` with keys sorted (stable output) and HTML-significant characters escaped."""
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=indent, allow_nan=False)
-    return text.translate(_ESCAPES)
+    # str.replace per character, not str.translate: ten times faster on the megabytes of the
+    # search fallback records.
+    for char, escaped in _ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
 
 
 def script_json(value: Any) -> Markup:
