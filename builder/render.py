@@ -48,6 +48,7 @@ from builder.views import (
 Output = dict[str, bytes]
 
 
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # tables repeat the same figures many times
 def fmt_number(value: float | int | None) -> str:
     """Show a number exactly as recorded (shortest round-trip form), with thousands separators."""
     if value is None:

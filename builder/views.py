@@ -70,8 +70,9 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
         for file_id in names:
             rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
             names[file_id] = rel.rsplit(".", 1)[0]
+    slugs = {file_id: slugify(name) for file_id, name in names.items()}
     return {
-        row_id: f"row-{slugify(names[file_id])}-{site.row_files[file_id].line_of(file_row)}"
+        row_id: f"row-{slugs[file_id]}-{site.row_files[file_id].line_of(file_row)}"
         for row_id, file_id, file_row in located
     }
 
