@@ -75,10 +75,10 @@ def clean_outputs(root: Path) -> None:
     shutil.rmtree(root / ".cache", ignore_errors=True)
 
 
-def bench_cli(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]]:
+def bench_cli(root: Path, runs: int, cold_runs: int) -> dict[str, tuple[float, int, list[float]]]:
     build = ["build", "--root", str(root)]
     results: dict[str, tuple[float, int, list[float]]] = {}
-    results["cold build"] = median_of(runs, lambda i: clean_outputs(root), build)
+    results["cold build"] = median_of(cold_runs, lambda i: clean_outputs(root), build)
     run_with_rss(build)  # warm
     results["no-op rebuild"] = median_of(runs, lambda i: None, build)
 
@@ -197,15 +197,17 @@ def main(argv: list[str] | None = None) -> int:
         "--check-rows", type=int, default=1000, help="rows per recipe for the check benchmark"
     )
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=3, help="cold builds are long: fewer of them")
     parser.add_argument("--work", type=Path, default=HERE / "out")
     parser.add_argument("--skip", action="append", default=[], choices=("cli", "check", "serve"))
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
+    start_load = os.getloadavg()
 
     results: dict[str, tuple[float, int, list[float]]] = {}
     if "cli" not in args.skip:
         site = ensure_site(args.work / f"site-{args.recipes}x{args.rows}", args.recipes, args.rows)
-        results.update(bench_cli(site, args.runs))
+        results.update(bench_cli(site, args.runs, args.cold_runs))
     if "check" not in args.skip:
         big = ensure_site(args.work / f"site-{args.recipes}x{args.check_rows}", args.recipes, args.check_rows)
         results[
@@ -218,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         run_with_rss(["build", "--root", str(site)])
         results.update(bench_serve(site, args.runs))
 
-    print(f"# {platform.python_version()} on {os.cpu_count()} cores; load: {os.getloadavg()}")
+    print(
+        f"# Python {platform.python_version()} on {os.cpu_count()} cores; load average at start {start_load}, at end {os.getloadavg()}"
+    )
     print(f"# {args.recipes} recipes x {args.rows} rows; medians of {args.runs} runs")
     print(f"{'measurement':40} {'median':>9} {'target':>8} {'peak RSS':>10}  runs")
     for name, (median, rss, times) in results.items():

@@ -648,7 +648,9 @@ class IncrementalBuilder:
     """Builds one site root into one output folder, again and again, reusing what did not change.
 
     ``persist=False`` keeps nothing on disk (a clean build every time it is created); ``workers``
-    fixes the number of render processes (default: one per core for big builds).
+    fixes the number of render processes (default: one per core for big builds). ``atomic=False``
+    (for the preview server) updates the output in place, file by file, instead of swapping in a
+    new tree: no copy of thousands of unchanged files per save.
     """
 
     def __init__(
@@ -658,8 +660,10 @@ class IncrementalBuilder:
         persist: bool = True,
         workers: int | None = None,
         progress: Progress | None = None,
+        atomic: bool = True,
     ) -> None:
         self.config = config
+        self.atomic = atomic
         self.persist = persist
         self.workers = workers
         self.progress = progress
@@ -733,7 +737,7 @@ class IncrementalBuilder:
             return BuildReport(
                 warnings=list(state.warnings), files=state.files, rows=state.rows, noop=True, seconds=seconds
             )
-        return self._full(config, state, inputs, environment, damaged, seconds, mark)
+        return self._full(config, state, inputs, environment, damaged, extra, seconds, mark)
 
     def _full(
         self,
@@ -742,6 +746,7 @@ class IncrementalBuilder:
         inputs: Inputs,
         environment: bytes,
         damaged: set[str],
+        extra: set[str],
         seconds: dict[str, float],
         mark: float,
     ) -> BuildReport:
@@ -749,7 +754,7 @@ class IncrementalBuilder:
         from builder.deps import declared
         from builder.inputs import digest_bytes
         from builder.loadcache import LoadCache
-        from builder.output import publish, remove_leftovers
+        from builder.output import publish, remove_leftovers, update_in_place
         from builder.pipeline import load_and_reconcile, output_stages
         from builder.render import make_context, page_jobs
 
@@ -872,7 +877,13 @@ class IncrementalBuilder:
                     fresh_prints.get(path), digest, templates_of.get(path, ()), (0, 0, 0)
                 )
         removed = sorted(set(previous) - set(new_records))
-        if write or removed or damaged or state is None or _output_changes(out, state)[1]:
+        in_place = not self.atomic and state is not None and not damaged and not extra
+        if in_place and (write or removed):
+            update_in_place(write, removed, out, config.root)
+            for path in write:
+                st = os.stat(out / path)
+                new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
+        elif not in_place and (write or removed or damaged or extra or state is None):
             publish(write, out, config.root, reuse=link, trash=config.cache_dir / "trash")
             for path in write:
                 st = os.stat(out / path)

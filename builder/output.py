@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from builder.errors import OutputError
@@ -189,3 +189,31 @@ def publish(
         raise
     if old is not None:
         _dispose(old, trash)
+
+
+def update_in_place(files: Mapping[str, bytes], removed: Iterable[str], out: Path, root: Path) -> None:
+    """Write changed files into ``out`` one by one (each replaced by a rename) and delete removed ones.
+
+    For the preview server: a reader may see a mix of old and new pages for a moment, never a half
+    written file, and nothing is copied. ``build`` uses :func:`publish`, which swaps whole trees.
+    """
+    check_output_dir(out, root)
+    out = out.resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if not (out / MARKER).is_file():
+            (out / MARKER).write_bytes(MARKER_TEXT)
+        for rel in sorted(files):
+            path = out / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(files[rel])
+            os.replace(tmp, path)
+        for rel in sorted(removed):
+            try:
+                (out / rel).unlink()
+            except FileNotFoundError:
+                pass
+    except OSError as exc:
+        reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        raise OutputError(f"cannot write the site: {reason}", exc.filename or out) from None

@@ -250,12 +250,14 @@ def clean_build(root: Path, out: Path) -> list[str] | None:
     return None
 
 
-def test_random_edits_match_clean_builds(site: Path, tmp_path: Path) -> None:
-    rnd = random.Random(SEED)
+@pytest.mark.parametrize(("atomic", "steps"), [(True, STEPS), (False, 12)])
+def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: bool, steps: int) -> None:
+    """``atomic=False`` is the preview server's mode: the output is updated in place."""
+    rnd = random.Random(SEED + int(atomic))
     editor = Editor(site, rnd)
     out = tmp_path / "out-incremental"
     clean = tmp_path / "out-clean"
-    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    engine = IncrementalBuilder(load_config(site, out), workers=1, atomic=atomic)
     first = engine.build(None)
     assert first.ok, first.problems
     assert clean_build(site, clean) is None
@@ -277,7 +279,7 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path) -> None:
         editor.edit_other,
     ]
     rendered_counts = []
-    for step in range(STEPS):
+    for step in range(steps):
         if step % 9 == 4:
             touched = editor.break_and_fix()[0]
             name = "break"
@@ -292,7 +294,9 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path) -> None:
         before = tree(out)
         # Alternate: tell the builder what changed (as the dev server does), or let it look.
         if step % 3 == 2:
-            engine = IncrementalBuilder(load_config(site, out), workers=1)  # a new process, the disk cache
+            engine = IncrementalBuilder(
+                load_config(site, out), workers=1, atomic=atomic
+            )  # new process, disk cache
             report = engine.build(None)
         else:
             report = engine.build(touched if step % 2 else None)
