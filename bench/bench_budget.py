@@ -19,9 +19,8 @@ import os
 import shutil
 import statistics
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
-
-from bs4 import BeautifulSoup
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -41,6 +40,25 @@ def gz(data: bytes) -> int:
     return len(gzip.compress(data, compresslevel=6, mtime=0))
 
 
+class _PageScan(HTMLParser):
+    """What the budget needs from a page, without building a tree (pages reach megabytes)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=False)
+        self.stylesheets: list[str] = []
+        self.scripts = 0
+        self.charts = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "link" and a.get("rel") == "stylesheet" and a.get("href"):
+            self.stylesheets.append(a["href"] or "")
+        elif tag == "script" and a.get("type") not in DATA_SCRIPT_TYPES:
+            self.scripts += 1
+        elif "chart" in (a.get("class") or "").split():
+            self.charts = True
+
+
 def page_report(out: Path) -> tuple[list[tuple[str, int, int]], list[str], dict[str, int]]:
     """(page, HTML gz, HTML+CSS gz) per page; pages breaking the script rule; script pages by kind."""
     css_cache: dict[str, int] = {}
@@ -50,19 +68,18 @@ def page_report(out: Path) -> tuple[list[tuple[str, int, int]], list[str], dict[
     for page in sorted(out.rglob("*.html")):
         rel = page.relative_to(out).as_posix()
         html = page.read_bytes()
-        soup = BeautifulSoup(html, "html.parser")
+        scan = _PageScan()
+        scan.feed(html.decode("utf-8"))
         css = 0
-        for link in soup.find_all("link", rel="stylesheet"):
-            href = link["href"]
+        for href in scan.stylesheets:
             target = (out / href.lstrip("/")) if rel == "404.html" else (page.parent / href).resolve()
             key = str(target)
             if key not in css_cache:
                 css_cache[key] = gz(target.read_bytes())
             css += css_cache[key]
         sizes.append((rel, gz(html), gz(html) + css))
-        scripts = [s for s in soup.find_all("script") if s.get("type") not in DATA_SCRIPT_TYPES]
-        if scripts:
-            if soup.select(".chart"):
+        if scan.scripts:
+            if scan.charts:
                 script_pages["chart"] += 1
             elif rel == "search/index.html":
                 script_pages["search"] += 1

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from builder import deps
+from builder.comparisons import model_slug
 from builder.content import FaqItem, Markdown
 from builder.load import Recipe, Site
 
@@ -83,23 +85,76 @@ def group_by_model(entries: list[FaqEntry]) -> list[tuple[str, list[tuple[Recipe
     ]
 
 
+INLINE_QUESTIONS = 150
+"""Up to this many questions, /troubleshooting/ lists them all; beyond, one page per base model
+(keeps every page inside the 50 KB budget: a question with its excerpt is ~0.3 KB gzipped)."""
+
+
+def model_pages(models: list[str]) -> dict[str, str]:
+    """Base model → its troubleshooting page slug (``model_slug``, numbered on collision)."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for model in sorted(models):
+        slug = base = model_slug(model)
+        n = 1
+        while slug in taken:
+            n += 1
+            slug = f"{base}-{n}"
+        taken.add(slug)
+        out[model] = slug
+    return out
+
+
 def render_troubleshooting(ctx: RenderContext) -> bytes:
     entries = faq_entries(ctx.site, ctx.markdown)
+    groups = group_by_model(entries)
+    split = len(entries) > INLINE_QUESTIONS
     return ctx.page(
         "troubleshooting.html",
         "troubleshooting/index.html",
+        groups=groups,
+        count=len(entries),
+        recipe_count=len({e.recipe.slug for e in entries}),
+        excerpt=excerpt,
+        hardware_name=ctx.site.hardware_name,
+        model_pages=model_pages([m for m, _ in groups]) if split else {},
+        model=None,
+    )
+
+
+def render_model_troubleshooting(ctx: RenderContext, model: str, slug: str) -> bytes:
+    entries = [e for e in faq_entries(ctx.site, ctx.markdown) if e.recipe.meta.model == model]
+    return ctx.page(
+        "troubleshooting.html",
+        f"troubleshooting/{slug}/index.html",
         groups=group_by_model(entries),
         count=len(entries),
         recipe_count=len({e.recipe.slug for e in entries}),
         excerpt=excerpt,
         hardware_name=ctx.site.hardware_name,
+        model_pages={},
+        model=model,
     )
 
 
 def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [
+    jobs: list[PageJob] = [
         (
             "troubleshooting/index.html",
             deps.depends(lambda: render_troubleshooting(ctx), deps.RECIPE_FILES, deps.RECIPES),
         )
     ]
+    # Counting questions means parsing every recipe body; the markdown cache makes the pages free.
+    entries = faq_entries(ctx.site, ctx.markdown)
+    if len(entries) > INLINE_QUESTIONS:
+        pages = model_pages(sorted({e.recipe.meta.model for e in entries}))
+        jobs += [
+            (
+                f"troubleshooting/{slug}/index.html",
+                deps.depends(
+                    partial(render_model_troubleshooting, ctx, model, slug), deps.RECIPE_FILES, deps.RECIPES
+                ),
+            )
+            for model, slug in pages.items()
+        ]
+    return jobs

@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.content import FaqItem
-from builder.faq import excerpt, faq_jsonld
+from builder.faq import INLINE_QUESTIONS, excerpt, faq_jsonld
 from builder.pipeline import build
 from tests.conftest import SITES, MakeSite
 
@@ -152,3 +152,39 @@ def test_faq_jsonld_shape() -> None:
 )
 def test_excerpt_cuts_at_a_word(text: str, limit: int, expected: str) -> None:
     assert excerpt(text, limit) == expected
+
+
+def test_many_questions_split_into_one_page_per_base_model(make_site: MakeSite, tmp_path: Path) -> None:
+    """Past INLINE_QUESTIONS the index lists models; each model's page lists its questions."""
+    many = "\n".join(
+        f"### Synthetic question {n}?\n\nSynthetic answer {n}.\n" for n in range(INLINE_QUESTIONS)
+    )
+    files = {
+        "content/recipes/second.md": textwrap.dedent(RECIPE)
+        .format(q=HOSTILE_Q)
+        .replace("model: example/tiny", "model: Example/Other Model"),
+        "content/recipes/third.md": textwrap.dedent(RECIPE)
+        .format(q="Third?")
+        .replace("## After the FAQ", many + "\n## After the FAQ"),
+    }
+    root = make_site(files)
+    out = tmp_path / "out"
+    build(load_config(root, out))
+    index = _soup(out / "troubleshooting/index.html")
+    assert index.select("ul.faq-index") == []
+    links = {a.get_text(strip=True): a["href"] for a in index.select("ul.faq-models a")}
+    assert links == {
+        "Example/Other Model": "../troubleshooting/example-other-model/",
+        "example/tiny": "../troubleshooting/example-tiny/",
+    }
+    other = _soup(out / "troubleshooting/example-other-model/index.html")
+    assert other.h1 is not None and other.h1.get_text() == "Troubleshooting: Example/Other Model"
+    assert [a.get_text(strip=True) for a in other.select("ul.faq-index a")] == [
+        HOSTILE_Q,
+        "It says OOM at start",
+    ]
+    tiny = _soup(out / "troubleshooting/example-tiny/index.html")
+    questions = tiny.select("ul.faq-index a")
+    assert len(questions) == 1 + 2 + INLINE_QUESTIONS  # tiny's one, third's two and the many
+    target = out / "troubleshooting/example-tiny" / questions[0]["href"].partition("#")[0] / "index.html"
+    assert target.resolve().is_file()
