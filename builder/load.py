@@ -334,6 +334,10 @@ def load_site(
 
         parsed, rows = load_rows(files, con, recipe_slugs, node_ids, problems, cache.rows)
         con.register("rows", rows)
+    for item in parsed:
+        # The all-string tables have been validated into ``rows``; holding them would double the
+        # memory of a big import (a slice keeps its whole parsed buffer alive).
+        item.table = None
     site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
     _check_references(site, problems)
     _check_row_strings(site, problems, cache.parsed_strings if cache is not None else None)

@@ -83,21 +83,27 @@ def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
     Raise :class:`YamlProblem` (with a file line) on a syntax error; duplicate keys are collected
     in :attr:`YamlDoc.duplicates` instead.
     """
+    # One parse: the composed node tree gives the key lines and is then constructed into values.
+    loader = _Loader(text)
     try:
-        node = yaml.compose(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + first_line if mark is not None else first_line
-        raise YamlProblem(f"invalid YAML: {exc.problem or exc.context}", line) from None
-    except yaml.YAMLError as exc:
-        raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
-    if node is None:
-        return YamlDoc(None)
-    doc = YamlDoc(None)
-    _walk(node, (), doc, first_line)
-    try:
-        value = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:  # pragma: no cover - compose already validated syntax
-        raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
-    doc.value = value
-    return doc
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + first_line if mark is not None else first_line
+            raise YamlProblem(f"invalid YAML: {exc.problem or exc.context}", line) from None
+        except yaml.YAMLError as exc:
+            raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
+        if node is None:
+            return YamlDoc(None)
+        doc = YamlDoc(None)
+        _walk(node, (), doc, first_line)
+        try:
+            doc.value = loader.construct_document(node)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + first_line if mark is not None else first_line
+            raise YamlProblem(f"invalid YAML: {exc}", line) from None
+        return doc
+    finally:
+        loader.dispose()
