@@ -158,10 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     if over:
         status = 1
-        print(
-            f"OVER BUDGET ({BUDGET / 1000:.0f} KB): "
-            + ", ".join(f"{r} {t / 1000:.1f} KB" for r, _, t in over)
-        )
+        shown = ", ".join(f"{r} {t / 1000:.1f} KB" for r, _, t in sorted(over, key=lambda o: -o[2])[:8])
+        more = f" and {len(over) - 8} more" if len(over) > 8 else ""
+        print(f"OVER BUDGET ({BUDGET / 1000:.0f} KB): {len(over)} pages: {shown}{more}")
     if offenders:
         status = 1
         print("SCRIPT ON A PAGE WITHOUT CHARTS: " + ", ".join(offenders))
