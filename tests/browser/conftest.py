@@ -64,7 +64,9 @@ def base_url(site_dir: Path) -> Iterator[str]:
         server.server_close()
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an event loop running in the main thread while it is
+# open, so it must be closed before the tests outside tests/browser/ run (asyncio.run would fail).
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.is_file():
         pytest.skip("Debian's Chromium is not installed (apt-get install -y chromium)")

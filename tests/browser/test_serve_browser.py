@@ -73,18 +73,16 @@ def serve(site: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-def page():  # type: ignore[no-untyped-def]
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed")
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context().new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
+def page(browser):  # type: ignore[no-untyped-def]
+    # The package's one browser (tests/browser/conftest.py): a second sync_playwright() in the same
+    # thread is refused while the first is open.
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        yield page
+    finally:
+        context.close()
 
 
 def replace_in(path: Path, old: str, new: str) -> None:
