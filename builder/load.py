@@ -31,7 +31,7 @@ from builder.models import (
     RecipeMeta,
 )
 from builder.rows import ParsedFile, RowFile, discover_row_files, parse_row_files
-from builder.yamlio import YamlProblem, load_yaml
+from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 if TYPE_CHECKING:
     from builder.loadcache import LoadCache
@@ -140,9 +140,14 @@ def _load_yaml_mapping(
             out[key_s] = model.model_validate(value)
         except ValidationError as exc:
             pydantic_problems(
-                exc, rel, lambda loc, k=key: doc.line_of((k, *loc)), problems, prefix=f"'{key_s}': "
+                exc, rel, functools.partial(_entry_line, doc, key), problems, prefix=f"'{key_s}': "
             )
     return out
+
+
+def _entry_line(doc: YamlDoc, key: Any, loc: tuple[Any, ...]) -> int:
+    """File line of ``loc`` inside the entry ``key`` of a YAML mapping."""
+    return doc.line_of((key, *loc))
 
 
 def _load_pages(
