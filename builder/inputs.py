@@ -34,6 +34,7 @@ class Sources(Protocol):
     @property
     def templates(self) -> Path: ...
 
+
 StatKey = tuple[int, int, int, int]
 """(size, mtime_ns, ctime_ns, inode)."""
 
@@ -116,7 +117,12 @@ def scan_inputs(config: Sources, previous: Inputs | None = None) -> Inputs:
         path, st = found[key]
         stat_key = _stat_key(st)
         old = previous.stats.get(key) if previous else None
-        if old == stat_key and st.st_mtime_ns < racy_after and previous is not None and key in previous.digests:
+        if (
+            old == stat_key
+            and st.st_mtime_ns < racy_after
+            and previous is not None
+            and key in previous.digests
+        ):
             result.digests[key] = previous.digests[key]
         else:
             try:

@@ -39,7 +39,9 @@ def test_site_templates_override_the_repository_ones(make_site: MakeSite) -> Non
     assert load_config(plain).templates == config_module.default_templates_dir()
 
 
-def test_installed_package_uses_its_bundled_templates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_installed_package_uses_its_bundled_templates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Installed with a plain `pip install .`, the package has no templates/ beside it but carries a copy.
     package = tmp_path / "site-packages" / "builder"
     (package / "_templates").mkdir(parents=True)

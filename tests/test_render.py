@@ -174,5 +174,7 @@ def test_headline_without_matching_rows_comes_from_the_least_unrecorded_run(ship
 
 
 def test_headline_from_matching_rows_has_no_caveat(shipped: Path) -> None:
-    section = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html").select_one("section.headline")
+    section = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html").select_one(
+        "section.headline"
+    )
     assert section is not None and section.select_one(".notice") is None

@@ -68,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
         quick = quick_noop(args.root, args.out)
         if quick is not None:
             out = Path(args.out).resolve() if args.out else Path(args.root).resolve() / "site"
-            _print(quick.files, quick.rows, str(out), quick.warnings, quick.summary() if args.verbose else None)
+            _print(
+                quick.files, quick.rows, str(out), quick.warnings, quick.summary() if args.verbose else None
+            )
             return 0
 
     from builder.config import load_config
@@ -77,11 +79,19 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.root, args.out, verbose=args.verbose)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     try:
-        report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(None)
+        report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(
+            None
+        )
     finally:
         if bar is not None:
             bar.close()
     if report.cache_note and args.verbose:
         print(report.cache_note, file=sys.stderr)
-    _print(report.files, report.rows, str(config.out), report.warnings, report.summary() if args.verbose else None)
+    _print(
+        report.files,
+        report.rows,
+        str(config.out),
+        report.warnings,
+        report.summary() if args.verbose else None,
+    )
     return 0
