@@ -142,6 +142,44 @@ def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
     return ok
 
 
+def read_string_csv(
+    data: bytes, header: list[str], *, skip_rows: int, newlines_in_values: bool
+) -> tuple[pa.Table, bool]:
+    """Parse comma-separated ``data`` into string columns named ``header``, typing nothing.
+
+    Returns the table and whether any record had the wrong number of fields (those are skipped
+    here; callers locate them). Raises ``pa.ArrowInvalid`` on what Arrow cannot read at all.
+    """
+    invalid: list[bool] = []
+
+    def on_invalid(_row: Any) -> str:
+        invalid.append(True)
+        return "skip"
+
+    table = pacsv.read_csv(
+        io.BytesIO(data),
+        read_options=pacsv.ReadOptions(
+            column_names=header, skip_rows=skip_rows, use_threads=len(data) > 4_000_000
+        ),
+        parse_options=pacsv.ParseOptions(
+            delimiter=",",
+            quote_char='"',
+            double_quote=True,
+            escape_char=False,
+            newlines_in_values=newlines_in_values,
+            ignore_empty_lines=False,
+            invalid_row_handler=on_invalid,
+        ),
+        convert_options=pacsv.ConvertOptions(
+            column_types={name: pa.string() for name in header},
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            null_values=[],
+        ),
+    )
+    return table, bool(invalid)
+
+
 def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
     text = _decode_check(source, problems)
     if text is None:
@@ -159,39 +197,13 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
         return ParsedFile(source, None)
     body = _strip_bom(source.data).rstrip(b"\r\n")
     has_quote = b'"' in body
-    ragged_seen: list[bool] = []
-
-    def on_invalid(_row: Any) -> str:
-        ragged_seen.append(True)
-        return "skip"
-
     try:
-        table = pacsv.read_csv(
-            io.BytesIO(body),
-            read_options=pacsv.ReadOptions(
-                column_names=header, skip_rows=1, use_threads=len(body) > 4_000_000
-            ),
-            parse_options=pacsv.ParseOptions(
-                delimiter=",",
-                quote_char='"',
-                double_quote=True,
-                escape_char=False,
-                newlines_in_values=has_quote,
-                ignore_empty_lines=False,
-                invalid_row_handler=on_invalid,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={name: pa.string() for name in header},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
+        table, ragged = read_string_csv(body, header, skip_rows=1, newlines_in_values=has_quote)
     except pa.ArrowInvalid as exc:
         problems.error(source.rel, None, f"cannot parse as CSV: {exc}")
         return ParsedFile(source, None)
-    parsed = ParsedFile(source, table, ragged=bool(ragged_seen))
-    if ragged_seen:
+    parsed = ParsedFile(source, table, ragged=ragged)
+    if ragged:
         for line, expected, found in _ragged_records(source.data):
             problems.error(
                 source.rel,
@@ -404,32 +416,8 @@ def _parse_group(header: list[str], files: list[tuple[int, RowFile]]) -> pa.Tabl
         counts.append(data.count(b"\n", start, end) + 1)
     buffer = bytes(joined)
     del joined
-    invalid: list[bool] = []
-
-    def on_invalid(_row: Any) -> str:
-        invalid.append(True)
-        return "skip"
-
     try:
-        table = pacsv.read_csv(
-            io.BytesIO(buffer),
-            read_options=pacsv.ReadOptions(column_names=header, use_threads=len(buffer) > 4_000_000),
-            parse_options=pacsv.ParseOptions(
-                delimiter=",",
-                quote_char='"',
-                double_quote=True,
-                escape_char=False,
-                newlines_in_values=b'"' in buffer,
-                ignore_empty_lines=False,
-                invalid_row_handler=on_invalid,
-            ),
-            convert_options=pacsv.ConvertOptions(
-                column_types={name: pa.string() for name in header},
-                strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
-                null_values=[],
-            ),
-        )
+        table, invalid = read_string_csv(buffer, header, skip_rows=0, newlines_in_values=b'"' in buffer)
     except pa.ArrowInvalid:
         return None  # e.g. invalid UTF-8: the careful path says where
     if invalid or table.num_rows != sum(counts):
