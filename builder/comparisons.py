@@ -51,9 +51,14 @@ def comparison_slugs(site: Site) -> dict[str, str]:
     counts: dict[str, int] = defaultdict(int)
     for recipe in site.recipes.values():
         counts[recipe.meta.model] += 1
+    return model_slugs(m for m, n in counts.items() if n > 1)
+
+
+def model_slugs(models: Iterable[str]) -> dict[str, str]:
+    """Base model → ``model_slug``, numbered in sorted order where two models share a slug."""
     out: dict[str, str] = {}
     taken: set[str] = set()
-    for model in sorted(m for m, n in counts.items() if n > 1):
+    for model in sorted(models):
         slug = base = model_slug(model)
         n = 1
         while slug in taken:

@@ -13,7 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from builder import deps
-from builder.comparisons import model_slug
+from builder.comparisons import model_slugs
 from builder.content import FaqItem, Markdown
 from builder.load import Recipe, Site
 
@@ -92,17 +92,7 @@ INLINE_QUESTIONS = 150
 
 def model_pages(models: list[str]) -> dict[str, str]:
     """Base model → its troubleshooting page slug (``model_slug``, numbered on collision)."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for model in sorted(models):
-        slug = base = model_slug(model)
-        n = 1
-        while slug in taken:
-            n += 1
-            slug = f"{base}-{n}"
-        taken.add(slug)
-        out[model] = slug
-    return out
+    return model_slugs(models)
 
 
 def render_troubleshooting(ctx: RenderContext) -> bytes:
