@@ -17,7 +17,13 @@
     sessionStorage.removeItem(scrollKey);
     const [x, y] = JSON.parse(saved);
     if ("scrollRestoration" in history) history.scrollRestoration = "manual";
-    const restore = () => window.scrollTo(x, y);
+    // The page may still be growing (styles, fonts, late layout): keep restoring for up to 2 s
+    // until the position sticks, instead of once at a moment when it may be clamped.
+    const until = performance.now() + 2000;
+    const restore = () => {
+      window.scrollTo(x, y);
+      if (Math.abs(window.scrollY - y) >= 1 && performance.now() < until) requestAnimationFrame(restore);
+    };
     restore();
     window.addEventListener("load", restore, { once: true });
   }
