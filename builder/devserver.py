@@ -59,6 +59,9 @@ class RebuildResult:
     """Traceback of an unexpected exception in the builder, for the terminal."""
     note: str | None = None
     """Something the author should know that is not a problem (e.g. why the build cache was dropped)."""
+    followup: frozenset[Path] = frozenset()
+    """Paths to rebuild for at once: this result was a quick first answer (one page), not the whole
+    rebuild. The loop calls ``rebuild`` again with them (plus any change saved meanwhile)."""
 
     @property
     def ok(self) -> bool:
@@ -132,10 +135,21 @@ class BuildState:
         return result
 
     def run(self, pending: PendingChanges) -> None:
-        """The rebuild loop: one rebuild per debounced batch, until ``pending`` is closed."""
-        while (batch := pending.wait_batch()) is not None:
-            if batch:
-                self.rebuild(frozenset(batch))
+        """The rebuild loop: one rebuild per debounced batch, until ``pending`` is closed.
+
+        A result with a ``followup`` is rebuilt for again without waiting for a new batch (a change
+        that arrived meanwhile joins it)."""
+        followup: frozenset[Path] = frozenset()
+        while True:
+            if followup and not pending.ready():
+                batch: set[Path] | None = set() if not pending.closed else None
+            else:
+                batch = pending.wait_batch()
+            if batch is None:
+                return
+            paths = frozenset(batch) | followup
+            if paths:
+                followup = self.rebuild(paths).followup
 
     def changed_since(self, since: int) -> frozenset[str] | None:
         with self._cond:

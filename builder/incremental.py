@@ -661,9 +661,13 @@ class IncrementalBuilder:
         workers: int | None = None,
         progress: Progress | None = None,
         atomic: bool = True,
+        keep_context: bool = False,
     ) -> None:
         self.config = config
         self.atomic = atomic
+        self.keep_context = keep_context
+        """Keep the last build's render context (the preview's quick pages render from it)."""
+        self._context: RenderContext | None = None
         self.persist = persist
         self.workers = workers
         self.progress = progress
@@ -695,8 +699,44 @@ class IncrementalBuilder:
         except BuilderError as exc:
             return BuildReport(problems=[exc.problem()], cache_note=self._cache_note)
 
+    def quick(self, changed: set[Path] | frozenset[Path]) -> list[str] | None:
+        """Write at once the one recipe page a single saved file changes (:mod:`builder.quickpage`).
+
+        Returns the output paths written, or ``None`` when there is no quick answer; either way a
+        :meth:`build` must follow. The page's record gets the new bytes' digest, so that build
+        rewrites (and reports) it only if its own rendering differs.
+        """
+        from builder.output import update_in_place
+        from builder.quickpage import quick_recipe_page
+
+        from builder.inputs import digest_bytes
+
+        state, ctx = self._state, self._context
+        if state is None or ctx is None or self.atomic or len(changed) != 1:
+            return None
+        [source] = changed
+        try:
+            rel = source.resolve().relative_to(self.config.root.resolve()).as_posix()
+            if state.inputs.digests.get(rel) == digest_bytes(source.read_bytes()):
+                return None  # saved unchanged: the build that follows finds nothing to do
+        except (OSError, ValueError):
+            return None
+        pages = quick_recipe_page(ctx, changed)
+        if not pages or any(path not in state.outputs for path in pages):
+            return None
+        pages = {p: data for p, data in pages.items() if state.outputs[p].digest != digest_bytes(data)}
+        update_in_place(pages, (), self.config.out, self.config.root)
+        for path, data in pages.items():
+            st = os.stat(self.config.out / path)
+            old = state.outputs[path]
+            state.outputs[path] = OutputRecord(
+                old.fingerprint, digest_bytes(data), old.templates, (st.st_ino, st.st_size, st.st_mtime_ns)
+            )
+        return sorted(pages)
+
     def close(self) -> None:
         """Forget the in-memory state (the on-disk record stays)."""
+        self._context = None
         self._state = None
         self._cache = None
         self._markdown = None
@@ -904,6 +944,7 @@ class IncrementalBuilder:
         self._save_all(new_state, cache, markdown_cache)
         lap("save")
         site.con.close()
+        self._context = ctx if self.keep_context else None
         return BuildReport(
             written=sorted(written),
             removed=removed,

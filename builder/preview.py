@@ -37,6 +37,8 @@ class PreviewBuilder:
         """Render processes. One by default: forking a process that runs threads (HTTP, watcher)
         can leave a child waiting forever on a lock another thread held at fork time."""
         self.engine: IncrementalBuilder | None = None
+        self._quick_done: dict[Path, bytes] = {}
+        """Saved files answered quickly (by content), whose full rebuild is the next call."""
 
     def __call__(self, changed: frozenset[Path] | None) -> RebuildResult:
         if self.engine is None:
@@ -44,7 +46,13 @@ class PreviewBuilder:
                 config = load_config(self.root, self.out)
             except BuilderError as exc:  # e.g. a broken site.yaml at start-up: retried on the next change
                 return RebuildResult(problems=(exc.problem(),))
-            self.engine = IncrementalBuilder(config, workers=self.workers)
+            # In place (no tree swap per save) and keeping the render context for quick pages.
+            self.engine = IncrementalBuilder(config, workers=self.workers, atomic=False, keep_context=True)
+        if changed is not None:
+            quick = self._quick(changed)
+            if quick is not None:
+                return quick
+        self._quick_done = {}
         report = self.engine.build(None if changed is None else set(changed))
         if report.problems:
             return RebuildResult(
@@ -56,6 +64,27 @@ class PreviewBuilder:
             files=len(report.written),
             note=report.cache_note,
         )
+
+    def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:
+        """The page of a single saved recipe or row file first, when the engine can give it alone."""
+        assert self.engine is not None
+        if len(changed) != 1:
+            return None
+        [path] = changed
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if self._quick_done.get(path) == data:
+            return None  # answered already: this is the full rebuild's turn
+        try:
+            written = self.engine.quick(changed)
+        except Exception:  # the full rebuild that follows reports whatever went wrong
+            written = None
+        if written is None:
+            return None
+        self._quick_done = {path: data}
+        return RebuildResult(changed=frozenset(written), files=len(written), followup=changed)
 
     def close(self) -> None:
         if self.engine is not None:

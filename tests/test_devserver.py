@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -244,6 +245,35 @@ def test_the_loop_debounces_a_burst_during_a_rebuild_into_one_rebuild(tmp_path: 
     assert rebuild.calls == [frozenset({first}), frozenset(burst)]
 
 
+def test_a_quick_answer_is_followed_at_once_by_the_full_rebuild(tmp_path: Path) -> None:
+    """A result with ``followup`` gets a second rebuild without any new event; a save made during
+    the quick answer joins that second rebuild."""
+    recipe, other = tmp_path / "content/recipes/a.md", tmp_path / "content/recipes/b.md"
+    pending = PendingChanges(quiet=0.01)
+    rebuild = ScriptedRebuild(
+        RebuildResult(changed=frozenset({"recipes/a/index.html"}), followup=frozenset({recipe})),
+        RebuildResult(changed=frozenset({"index.html"})),
+    )
+    state = BuildState(rebuild)
+    loop = threading.Thread(target=state.run, args=(pending,))
+    loop.start()
+    try:
+        rebuild.release.clear()
+        pending.add([recipe])
+        assert rebuild.called.wait(10)  # inside the quick answer
+        rebuild.called.clear()
+        pending.add([other])
+        time.sleep(0.05)  # past the quiet period: the save is due when the quick answer returns
+        rebuild.release.set()
+        assert state.wait(1, 10).epoch == 2
+        assert state.changed_since(0) == {"recipes/a/index.html", "index.html"}
+    finally:
+        pending.close()
+        loop.join(10)
+    assert not loop.is_alive()
+    assert rebuild.calls == [frozenset({recipe}), frozenset({recipe, other})]
+
+
 # --- HTTP, in process ----------------------------------------------------------------------------
 
 
@@ -434,11 +464,16 @@ def test_preview_builds_into_its_own_folder_and_reports_changed_pages(themed_sit
         recipe.read_text(encoding="utf-8").replace("Tiny model on a test GPU", "Renamed tiny"),
         encoding="utf-8",
     )
+    # The recipe's own page first (builder.quickpage), then the full rebuild for the rest.
     second = builder(frozenset({recipe}))
-    assert second.ok
-    assert second.changed is not None and "recipes/tiny/index.html" in second.changed
-    third = builder(frozenset({recipe}))
-    assert third.changed == frozenset()
+    assert second.ok and second.changed == {"recipes/tiny/index.html"}
+    assert second.followup == {recipe}
+    third = builder(second.followup)
+    assert third.ok and third.followup == frozenset()
+    assert third.changed is not None and "index.html" in third.changed  # lists the new title
+    assert "recipes/tiny/index.html" not in third.changed  # already right
+    fourth = builder(frozenset({recipe}))
+    assert fourth.changed == frozenset() and fourth.followup == frozenset()
 
 
 def test_preview_turns_every_kind_of_error_into_problems(themed_site: Path) -> None:

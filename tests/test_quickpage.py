@@ -1,0 +1,132 @@
+"""The preview's quick page: one saved recipe or row file answered with its page first, then the
+full rebuild, which must agree with it byte for byte (else it rewrites the page)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from builder.config import load_config
+from builder.incremental import IncrementalBuilder
+from builder.preview import PreviewBuilder
+from tests.conftest import REPO
+
+SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"
+PAGE = f"recipes/{SLUG}/index.html"
+SYNTHETIC_ROW = (
+    "2026-08-03,qwen3.6-35b-a3b-nvidia-nvfp4,spark-01,vllm,0.24.0,2048,1,0,,44.1,,,,,,"
+    "--max-model-len 262144,,test fixture,SYNTHETIC row written by tests/test_quickpage.py\n"
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A copy of the shipped site (its finding, annotations file and all)."""
+    root = tmp_path / "site-root"
+    root.mkdir()
+    for name in ("content", "data"):
+        shutil.copytree(REPO / name, root / name)
+    for name in ("site.yaml",):
+        if (REPO / name).is_file():
+            shutil.copy(REPO / name, root / name)
+    return root
+
+
+def _clean(root: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "clean"
+    report = IncrementalBuilder(load_config(root, out), persist=False, workers=1).build(None)
+    assert report.ok, report.problems
+    return out
+
+
+def _header(root: Path) -> str:
+    return (root / "data/rows" / SLUG / "2026-07-27-spark-01.csv").read_text().splitlines()[0]
+
+
+def test_recipe_edit_is_answered_with_its_page_then_the_full_rebuild(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    recipe.write_text(recipe.read_text() + "\nA paragraph the quick page must show.\n")
+
+    quick = preview(frozenset({recipe}))
+    assert quick.ok and quick.changed == {PAGE} and quick.followup == {recipe}
+    page = BeautifulSoup((tmp_path / "serve" / PAGE).read_bytes(), "html.parser")
+    assert "A paragraph the quick page must show." in page.get_text()
+    # The findings banner and marked rows survive: the recipe's rows were reconciled alone.
+    assert page.select("section.findings .banner") and len(page.select("table.rows tr.in-finding")) == 3
+
+    full = preview(quick.followup)
+    assert full.ok and full.followup == frozenset()
+    assert PAGE not in (full.changed or ())  # the full build rendered the same bytes
+    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+
+
+def test_new_row_file_shows_on_its_recipe_page_first(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    new = root / "data/rows" / SLUG / "2026-08-03-spark-01.csv"
+    new.write_text(_header(root) + "\n" + SYNTHETIC_ROW)
+
+    quick = preview(frozenset({new}))
+    assert quick.ok and quick.changed == {PAGE}
+    page = BeautifulSoup((tmp_path / "serve" / PAGE).read_bytes(), "html.parser")
+    assert "2026-08-03" in {t.get_text() for t in page.select("table.rows time")}
+
+    full = preview(quick.followup)
+    assert full.ok and PAGE not in (full.changed or ())
+    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+
+
+def test_edited_row_file_replaces_its_old_rows(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    path = root / "data/rows" / SLUG / "2026-07-27-spark-01.csv"
+    path.write_text(path.read_text().replace(",42.9,", ",43.9,"))
+    quick = preview(frozenset({path}))
+    assert quick.changed == {PAGE}
+    cells = BeautifulSoup((tmp_path / "serve" / PAGE).read_bytes(), "html.parser").select("table.rows td")
+    texts = {td.get_text(strip=True) for td in cells}
+    assert "43.9" in texts and "42.9" not in texts
+    full = preview(quick.followup)
+    assert full.ok and PAGE not in (full.changed or ())
+    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "2026-08-03,qwen3.6-35b-a3b-nvidia-nvfp4,spark-01,vllm,0.24.0,2048,1,0,,fast,,,,,,,,x,y\n",
+        "2026-08-03,no-such-recipe,spark-01,vllm,0.24.0,2048,1,0,,44.1,,,,,,,,x,y\n",
+    ],
+)
+def test_a_bad_row_file_gets_no_quick_page_but_the_builds_problems(
+    root: Path, tmp_path: Path, bad: str
+) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    before = (tmp_path / "serve" / PAGE).read_bytes()
+    new = root / "data/rows" / SLUG / "2026-08-03-spark-01.csv"
+    new.write_text(_header(root) + "\n" + bad)
+    result = preview(frozenset({new}))
+    assert result.followup == frozenset()
+    assert [p.path for p in result.problems] == [new.relative_to(root).as_posix()]
+    assert (tmp_path / "serve" / PAGE).read_bytes() == before
+
+
+def test_no_quick_page_for_several_files_or_a_new_recipe(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    copy = root / "content/recipes/quick-copy.md"
+    copy.write_text(recipe.read_text())
+    result = preview(frozenset({copy}))
+    assert result.ok and result.followup == frozenset()
+    assert "recipes/quick-copy/index.html" in (result.changed or ())
+    recipe.write_text(recipe.read_text() + "\nMore.\n")
+    copy.write_text(copy.read_text() + "\nMore.\n")
+    result = preview(frozenset({recipe, copy}))
+    assert result.ok and result.followup == frozenset()
