@@ -109,67 +109,84 @@ def bench_cli(root: Path, runs: int, cold_runs: int) -> dict[str, tuple[float, i
 
 
 def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]]:
-    """The dev server's engine in-process: one IncrementalBuilder kept alive across changes."""
+    """The dev server's builder in-process (``builder.preview.PreviewBuilder``, what ``serve`` calls).
+
+    A save is answered in two steps: the saved recipe's page first (``builder.quickpage``), then the
+    full rebuild (``followup``). "edit one recipe" is the first step: when the page the author looks
+    at is written and its reload signalled; "… every page" adds the full rebuild.
+    """
     from builder.config import load_config
-    from builder.incremental import IncrementalBuilder
+    from builder.preview import PreviewBuilder
 
     out: dict[str, tuple[float, int, list[float]]] = {}
     config = load_config(root)
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        engine = IncrementalBuilder(config, atomic=False)  # the preview mode: in place
-        engine.build(None)
+        preview = PreviewBuilder(root)
+        first = preview(None)
+        assert first.ok, first.problems
         times.append(time.perf_counter() - start)
     out["serve: start-up, warm cache"] = (statistics.median(times), 0, times)
+
+    def two_steps(label: str, change: Callable[[int], Path], undo: Callable[[], set[Path]]) -> None:
+        quick, full = [], []
+        try:
+            for i in range(runs):
+                path = change(i)
+                start = time.perf_counter()
+                first = preview(frozenset({path}))
+                quick.append(time.perf_counter() - start)
+                assert first.ok and first.followup, f"no quick answer for {path}"
+                assert preview(first.followup).ok
+                full.append(time.perf_counter() - start)
+        finally:
+            preview(frozenset(undo()))
+        out[f"serve: {label}"] = (statistics.median(quick), 0, quick)
+        out[f"serve: {label}, every page"] = (statistics.median(full), 0, full)
 
     recipes = sorted((root / "content" / "recipes").glob("*.md"))
     recipe = recipes[len(recipes) // 3]
     original = recipe.read_text(encoding="utf-8")
-    times = []
-    try:
-        for i in range(runs):
-            recipe.write_text(original + f"\n\nSynthetic serve edit {i}.\n", encoding="utf-8")
-            start = time.perf_counter()
-            engine.build({recipe})
-            times.append(time.perf_counter() - start)
-    finally:
+
+    def edit(i: int) -> Path:
+        recipe.write_text(original + f"\n\nSynthetic serve edit {i}.\n", encoding="utf-8")
+        return recipe
+
+    def restore() -> set[Path]:
         recipe.write_text(original, encoding="utf-8")
-        engine.build({recipe})
-    out["serve: edit one recipe"] = (statistics.median(times), 0, times)
+        return {recipe}
 
-    times = []
-    added = []
-    for i in range(runs):
-        path = generate.add_row_file(root, 5 + i, f"2027-02-{1 + i:02d}")
-        added.append(path)
-        start = time.perf_counter()
-        engine.build({path})
-        times.append(time.perf_counter() - start)
-    out["serve: add one row file"] = (statistics.median(times), 0, times)
-    for path in added:
-        path.unlink()
-    engine.build(set(added))
+    two_steps("edit one recipe", edit, restore)
+    added: list[Path] = []
 
-    template = config.templates / "recipe.html"
+    def add(i: int) -> Path:
+        added.append(generate.add_row_file(root, 5 + i, f"2027-02-{1 + i:02d}"))
+        return added[-1]
+
+    def remove() -> set[Path]:
+        for path in added:
+            path.unlink()
+        return set(added)
+
+    two_steps("add one row file", add, remove)
+
     if config.templates.resolve().is_relative_to(root.resolve()):
         raise SystemExit("site root brings its own templates; expected the repository's")
     # Touch a copy of the templates inside the site root so the repository's files stay untouched.
     site_templates = root / "templates"
     shutil.copytree(config.templates, site_templates)
     try:
-        config2 = load_config(root)
-        engine2 = IncrementalBuilder(config2, atomic=False)
-        engine2.build(None)
+        preview2 = PreviewBuilder(root)
+        assert preview2(None).ok
         template = site_templates / "recipe.html"
         text = template.read_text(encoding="utf-8")
         times = []
         for i in range(max(1, runs // 2)):
             template.write_text(text + f"\n{{# synthetic benchmark edit {i} #}}\n", encoding="utf-8")
             start = time.perf_counter()
-            report = engine2.build({template})
+            assert preview2(frozenset({template})).ok
             times.append(time.perf_counter() - start)
-            del report
         out["serve: template used by every recipe"] = (statistics.median(times), 0, times)
     finally:
         shutil.rmtree(site_templates)
@@ -186,6 +203,8 @@ TARGETS = {
     "check 1M rows": 3.0,
     "serve: edit one recipe": 0.05,
     "serve: add one row file": 0.1,
+    "serve: edit one recipe, every page": None,
+    "serve: add one row file, every page": None,
     "serve: template used by every recipe": 4.0,
     "serve: start-up, warm cache": 2.0,
 }
