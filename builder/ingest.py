@@ -54,39 +54,26 @@ def _float_check(col: str) -> str:
         ELSE '{col} must be a number, not ''' || {col} || '''' END"""
 
 
-def _checks() -> list[str]:
-    """Each check yields NULL or ``column<US>message``; the column lets known problems be dropped."""
+def _value_checks() -> list[tuple[str, str]]:
+    """Checks that read one cell (and whether its recipe or node exists), as (column, SQL)."""
     checks: list[tuple[str, str]] = [
-        ("", f"CASE WHEN {' AND '.join(_blank(c) for c in REQUIRED_ROW_FIELDS)} THEN 'blank line' END"),
-    ]
-    all_blank = " AND ".join(_blank(c) for c in REQUIRED_ROW_FIELDS)
-    for col in REQUIRED_ROW_FIELDS:
-        checks.append(
-            (
-                col,
-                f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END",
-            )
-        )
-    checks.append(
         (
             "date",
             f"""CASE WHEN {_blank("date")} THEN NULL
         WHEN NOT regexp_full_match(date, '{_DATE_RE}')
-            THEN 'date ''' || date || ''' is not an ISO date (YYYY-MM-DD)'
-        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date ''' || date || ''' does not exist' END""",
-        )
-    )
-    checks.append(
+            THEN 'date \'\'\' || date || \'\'\' is not an ISO date (YYYY-MM-DD)'
+        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
+        ),
         (
             "prompt_tokens",
             f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
         WHEN NOT regexp_full_match(prompt_tokens, '{_INT_RE}')
-            THEN 'prompt_tokens must be a whole number > 0 (or unknown), not ''' || prompt_tokens || ''''
+            THEN 'prompt_tokens must be a whole number > 0 (or unknown), not \'\'\' || prompt_tokens || \'\'\'\'
         WHEN TRY_CAST(prompt_tokens AS BIGINT) IS NULL THEN 'prompt_tokens is too large'
         WHEN CAST(prompt_tokens AS BIGINT) < 1 THEN 'prompt_tokens must be > 0, not ' || prompt_tokens
         END""",
-        )
-    )
+        ),
+    ]
     checks.extend((col, _int_check(col, _INT_MIN[col])) for col in INT_ROW_FIELDS)
     checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
     checks.append(
@@ -103,6 +90,21 @@ def _checks() -> list[str]:
             "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END",
         )
     )
+    return checks
+
+
+def _checks() -> list[str]:
+    """Each check yields NULL or ``column<US>message``; the column lets known problems be dropped."""
+    all_blank = " AND ".join(_blank(c) for c in REQUIRED_ROW_FIELDS)
+    checks: list[tuple[str, str]] = [("", f"CASE WHEN {all_blank} THEN 'blank line' END")]
+    for col in REQUIRED_ROW_FIELDS:
+        checks.append(
+            (
+                col,
+                f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END",
+            )
+        )
+    checks.extend(_value_checks())
     checks.append(
         (
             "",
@@ -152,14 +154,38 @@ ORDER BY _file, _row
 
 _TEXT = ("engine", "flags", "env", "engine_build", "driver", "harness", "contributor", "source", "notes")
 
+# Columns whose distinct values are few (dates, references, settings): each distinct value is
+# checked once by the SQL above. Metrics are as many as rows: they get a vectorised test instead.
+_BY_VALUE = ("date", "recipe", "node", "engine_version", "prompt_tokens", *INT_ROW_FIELDS)
 
-def _nullable(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Empty cells become nulls ("not measured" / "not recorded")."""
-    return pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column)
+
+def _as_null(column: pa.ChunkedArray, *texts: str) -> pa.ChunkedArray:
+    """Cells equal to one of ``texts`` become nulls ("not measured" / "not recorded").
+
+    The strings are not copied: each chunk gets a new validity bitmap over its own buffers.
+    """
+    chunks = []
+    for chunk in column.chunks:
+        drop = pc.equal(chunk, texts[0])
+        for text in texts[1:]:
+            drop = pc.or_(drop, pc.equal(chunk, text))
+        drop = pc.fill_null(drop, False)
+        if not pc.any(drop).as_py():
+            chunks.append(chunk)
+        elif chunk.offset:
+            chunks.append(pc.if_else(drop, pa.scalar(None, pa.string()), chunk))
+        else:
+            valid = pc.and_not(pc.is_valid(chunk), drop)
+            _, offsets, data = chunk.buffers()
+            chunks.append(pa.StringArray.from_buffers(len(chunk), offsets, data, valid.buffers()[1]))
+    return pa.chunked_array(chunks, pa.string())
 
 
 def _typed_table(raw: pa.Table) -> pa.Table:
-    """Cast validated string columns to their types with Arrow kernels (no Python loop)."""
+    """Cast validated string columns to their types with Arrow kernels (no Python loop).
+
+    Text columns share the parsed table's buffers (only validity bitmaps are new).
+    """
     out: dict[str, pa.ChunkedArray | pa.Array] = {
         "file_id": raw.column("_file"),
         "file_row": raw.column("_row"),
@@ -167,27 +193,20 @@ def _typed_table(raw: pa.Table) -> pa.Table:
         "recipe": raw.column("recipe"),
         "node": raw.column("node"),
         "engine_version": raw.column("engine_version"),
-        "prompt_tokens": pc.cast(
-            pc.if_else(
-                pc.equal(raw.column("prompt_tokens"), "unknown"),
-                pa.scalar(None, pa.string()),
-                raw.column("prompt_tokens"),
-            ),
-            pa.int64(),
-        ),
+        "prompt_tokens": pc.cast(_as_null(raw.column("prompt_tokens"), "unknown"), pa.int64()),
         "concurrency": pc.cast(raw.column("concurrency"), pa.int64()),
     }
     for col in METRICS:
-        out[col] = pc.cast(_nullable(raw.column(col)), pa.float64())
+        out[col] = pc.cast(_as_null(raw.column(col), ""), pa.float64())
     for col in _TEXT[:3]:
-        out[col] = _nullable(raw.column(col))
-    out["output_tokens"] = pc.cast(_nullable(raw.column("output_tokens")), pa.int64())
-    out["context_tokens"] = pc.fill_null(pc.cast(_nullable(raw.column("context_tokens")), pa.int64()), 0)
-    out["kv_pool_tokens"] = pc.cast(_nullable(raw.column("kv_pool_tokens")), pa.int64())
-    out["kv_tokens_per_gib"] = pc.cast(_nullable(raw.column("kv_tokens_per_gib")), pa.float64())
-    out["weights_gib"] = pc.cast(_nullable(raw.column("weights_gib")), pa.float64())
+        out[col] = _as_null(raw.column(col), "")
+    out["output_tokens"] = pc.cast(_as_null(raw.column("output_tokens"), ""), pa.int64())
+    out["context_tokens"] = pc.fill_null(pc.cast(_as_null(raw.column("context_tokens"), ""), pa.int64()), 0)
+    out["kv_pool_tokens"] = pc.cast(_as_null(raw.column("kv_pool_tokens"), ""), pa.int64())
+    out["kv_tokens_per_gib"] = pc.cast(_as_null(raw.column("kv_tokens_per_gib"), ""), pa.float64())
+    out["weights_gib"] = pc.cast(_as_null(raw.column("weights_gib"), ""), pa.float64())
     for col in _TEXT[3:]:
-        out[col] = _nullable(raw.column(col))
+        out[col] = _as_null(raw.column(col), "")
     table = pa.table(out)
     return table.add_column(0, "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32)))
 
@@ -215,6 +234,66 @@ def empty_typed_table() -> pa.Table:
     return _typed_table(raw)
 
 
+def _blank_cells(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.fill_null(pc.equal(column, ""), True)
+
+
+def _values_ok(con: duckdb.DuckDBPyConnection, raw: pa.Table, column: str) -> pa.ChunkedArray:
+    """Per row, whether the value checks of ``column`` pass: each distinct value checked once in SQL."""
+    # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
+    encoded = raw.column(column).dictionary_encode().unify_dictionaries()
+    if encoded.num_chunks == 0:
+        return pa.chunked_array([], pa.bool_())
+    values = encoded.chunk(0).dictionary
+    conditions = [f"({sql}) IS NULL" for col, sql in _value_checks() if col == column]
+    if column in REQUIRED_ROW_FIELDS:
+        conditions.append(f"NOT {_blank(column)}")
+    refs = {
+        "recipe": "recipe IN (SELECT slug FROM _recipes) AS recipe_ok",
+        "node": "node IN (SELECT id FROM _nodes) AS node_ok",
+    }
+    extra = f", {refs[column]}" if column in refs else ""
+    con.register(
+        "_values", pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))})
+    )
+    try:
+        good = con.execute(
+            f"SELECT _i FROM (SELECT *{extra} FROM _values) WHERE {' AND '.join(conditions)}"
+        ).fetchnumpy()["_i"]
+    finally:
+        con.unregister("_values")
+    flags = np.zeros(len(values), dtype=bool)
+    flags[np.asarray(good, dtype=np.int64)] = True
+    by_value = pa.array(flags)
+    # A null cell (column absent from its file) is as good as an empty one.
+    null_ok = column not in REQUIRED_ROW_FIELDS
+    return pa.chunked_array(
+        [pc.fill_null(pc.take(by_value, chunk.indices), null_ok) for chunk in encoded.chunks], pa.bool_()
+    )
+
+
+def _number_ok(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Blank, or digits with at most one point and fewer than 300 characters (a finite double): a
+    subset of what the float check accepts, so a row it passes is valid; others go to the SQL."""
+    digits = pc.ascii_is_decimal(pc.replace_substring(column, ".", "", max_replacements=1))
+    short = pc.less(pc.binary_length(column), 300)
+    return pc.or_(_blank_cells(column), pc.fill_null(pc.and_(digits, short), False))
+
+
+def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
+    """Rows every check passes, found without building a message: the SQL below then runs only on
+    the others (none, usually). Only ever errs towards suspecting a valid row."""
+    ok = np.ones(raw.num_rows, dtype=bool)
+    for column in _BY_VALUE:
+        ok &= _values_ok(con, raw, column).to_numpy()
+    for column in FLOAT_ROW_FIELDS:
+        ok &= _number_ok(raw.column(column)).to_numpy()
+    any_metric = np.zeros(raw.num_rows, dtype=bool)
+    for column in METRICS:
+        any_metric |= ~_blank_cells(raw.column(column)).to_numpy()
+    return ok & any_metric
+
+
 def validate_rows(
     con: duckdb.DuckDBPyConnection,
     parsed: Sequence[ParsedFile],
@@ -223,26 +302,35 @@ def validate_rows(
     nodes: Sequence[str],
     problems: Problems,
 ) -> pa.Table:
-    """Check every cell of ``raw`` in one SQL pass; return the typed rows that passed, in order."""
-    con.register("raw", raw)
+    """Check every cell of ``raw``; return the typed rows that passed, in order.
+
+    A vectorised pass finds the rows that certainly pass; the SQL that builds messages runs on
+    the rest only, so the messages are those of checking every row in SQL.
+    """
     con.register("_recipes", pa.table({"slug": pa.array(list(recipes), pa.string())}))
     con.register("_nodes", pa.table({"id": pa.array(list(nodes), pa.string())}))
     try:
-        bad = con.execute(_VALIDATE_SQL).fetchall()
-        for file_index, row, tagged in bad:
-            item = parsed[file_index]
-            column, _, message = tagged.partition("\x1f")
-            if (row, column) in item.reported:
-                continue
-            problems.error(item.source.rel, item.line_of(row), message)
+        passing = _passing_rows(con, raw)
+        suspects = np.flatnonzero(~passing)
+        bad: list[tuple[int, int, str]] = []
+        if len(suspects):
+            con.register("raw", raw.take(pa.array(suspects)))
+            try:
+                bad = con.execute(_VALIDATE_SQL).fetchall()
+            finally:
+                con.unregister("raw")
     finally:
-        for name in ("raw", "_recipes", "_nodes"):
+        for name in ("_recipes", "_nodes"):
             con.unregister(name)
+    for file_index, row, tagged in bad:
+        item = parsed[file_index]
+        column, _, message = tagged.partition("\x1f")
+        if (row, column) in item.reported:
+            continue
+        problems.error(item.source.rel, item.line_of(row), message)
     if bad:
-        failed = {(f, r) for f, r, _ in bad}
-        keep = [
-            (f, r) not in failed
-            for f, r in zip(raw.column("_file").to_pylist(), raw.column("_row").to_pylist(), strict=True)
-        ]
+        key = raw.column("_file").to_numpy().astype(np.int64) << 32 | raw.column("_row").to_numpy()
+        failed = np.unique(np.array([(f << 32) | r for f, r, _ in bad], dtype=np.int64))
+        keep = passing | ~np.isin(key, failed)
         raw = raw.filter(pa.array(keep))
     return _typed_table(raw)

@@ -329,7 +329,8 @@ def load_site(
     )
     case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache)
     posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache)
-    files = discover_row_files(root) + list(extra_row_files or [])
+    # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
+    files = discover_row_files(root, read=cache is not None) + list(extra_row_files or [])
     con = duckdb.connect()
     if cache is None:
         parsed, raw = parse_row_files(files, problems)

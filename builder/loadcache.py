@@ -138,7 +138,7 @@ def load_rows(
     tables: list[pa.Table | None] = [None] * len(files)
     entries: dict[str, RowEntry] = {}
     fresh: list[int] = []
-    digests = [digest_bytes(f.data) for f in files]
+    digests = [digest_bytes(f.read()) for f in files]
     for index, source in enumerate(files):
         entry = cache.entries.get(source.rel)
         if (

@@ -15,15 +15,14 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
+from builder.csvbatch import CsvBatches
 from builder.errors import Problems
 from builder.models import (
     FLOAT_ROW_FIELDS,
@@ -31,69 +30,33 @@ from builder.models import (
     REQUIRED_ROW_FIELDS,
     ROW_FIELDS,
 )
+from builder.rowfile import (
+    STRING_SCHEMA_FIELDS,
+    ParsedFile,
+    RowFile,
+    empty_string_table,
+    normalise,
+    read_string_csv,
+    strip_bom,
+)
 
-BOM = b"\xef\xbb\xbf"
+__all__ = [
+    "PARSERS",
+    "ROW_FILE_SUFFIXES",
+    "STRING_SCHEMA_FIELDS",
+    "ParsedFile",
+    "RowFile",
+    "discover_row_files",
+    "parse_row_files",
+    "read_string_csv",
+]
+
 _ROW_FIELD_SET = frozenset(ROW_FIELDS)
-STRING_SCHEMA_FIELDS = [pa.field(name, pa.string()) for name in ROW_FIELDS]
-
-
-@dataclass
-class RowFile:
-    """One row file as read from disk (or from an importer, before it is written)."""
-
-    rel: str
-    """Path shown in messages, relative to the site root."""
-    data: bytes
-    """The file's bytes, BOM included."""
-    kind: str = "csv"
-    """``csv``, ``jsonl`` or ``parquet``."""
-
-
-@dataclass
-class ParsedFile:
-    """A row file as an all-string table plus what is needed to locate its rows."""
-
-    source: RowFile
-    table: pa.Table | None
-    ragged: bool = False
-    reported: set[tuple[int, str]] = field(default_factory=set)
-    """(row id, column) already reported while parsing; the SQL checks stay quiet about them."""
-    _lines: list[int] | None = field(default=None, repr=False)
-
-    def line_of(self, row: int) -> int:
-        """Physical 1-based line where table row ``row`` starts (header = line 1)."""
-        if self.source.kind == "jsonl":
-            return row  # JSONL tables store the physical line as the row id
-        if self.source.kind == "parquet":
-            return row + 1  # Parquet has no lines: the 1-based row number stands in
-        if self._lines is None:
-            if b'"' not in self.source.data and not self.ragged:
-                return row + 2
-            self._lines = _csv_record_lines(self.source.data)
-        return self._lines[row]
-
-
-def _strip_bom(data: bytes) -> bytes:
-    return data[len(BOM) :] if data.startswith(BOM) else data
-
-
-def _csv_record_lines(data: bytes) -> list[int]:
-    """Start line of every table row: records that are not ragged, in order (slow path)."""
-    text = _strip_bom(data).decode("utf-8")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, [])
-    lines: list[int] = []
-    prev = reader.line_num
-    for record in reader:
-        if len(record) in (0, len(header)):
-            lines.append(prev + 1)
-        prev = reader.line_num
-    return lines
 
 
 def _ragged_records(data: bytes) -> list[tuple[int, int, int]]:
     """(line, expected, found) for every record whose field count differs from the header's."""
-    text = _strip_bom(data).decode("utf-8")
+    text = strip_bom(data).decode("utf-8")
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, [])
     out = []
@@ -105,11 +68,11 @@ def _ragged_records(data: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-def _decode_check(source: RowFile, problems: Problems) -> str | None:
+def _decode_check(source: RowFile, data: bytes, problems: Problems) -> str | None:
     try:
-        return _strip_bom(source.data).decode("utf-8")
+        return strip_bom(data).decode("utf-8")
     except UnicodeDecodeError as exc:
-        body = _strip_bom(source.data)
+        body = strip_bom(data)
         line = body.count(b"\n", 0, exc.start) + 1
         problems.error(
             source.rel,
@@ -142,46 +105,9 @@ def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
     return ok
 
 
-def read_string_csv(
-    data: bytes, header: list[str], *, skip_rows: int, newlines_in_values: bool
-) -> tuple[pa.Table, bool]:
-    """Parse comma-separated ``data`` into string columns named ``header``, typing nothing.
-
-    Returns the table and whether any record had the wrong number of fields (those are skipped
-    here; callers locate them). Raises ``pa.ArrowInvalid`` on what Arrow cannot read at all.
-    """
-    invalid: list[bool] = []
-
-    def on_invalid(_row: Any) -> str:
-        invalid.append(True)
-        return "skip"
-
-    table = pacsv.read_csv(
-        io.BytesIO(data),
-        read_options=pacsv.ReadOptions(
-            column_names=header, skip_rows=skip_rows, use_threads=len(data) > 4_000_000
-        ),
-        parse_options=pacsv.ParseOptions(
-            delimiter=",",
-            quote_char='"',
-            double_quote=True,
-            escape_char=False,
-            newlines_in_values=newlines_in_values,
-            ignore_empty_lines=False,
-            invalid_row_handler=on_invalid,
-        ),
-        convert_options=pacsv.ConvertOptions(
-            column_types={name: pa.string() for name in header},
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-            null_values=[],
-        ),
-    )
-    return table, bool(invalid)
-
-
 def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
-    text = _decode_check(source, problems)
+    data = source.read()
+    text = _decode_check(source, data, problems)
     if text is None:
         return ParsedFile(source, None)
     first = text.split("\n", 1)[0].rstrip("\r")
@@ -195,16 +121,16 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
         return ParsedFile(source, None)
     if not _check_header(source.rel, header, problems):
         return ParsedFile(source, None)
-    body = _strip_bom(source.data).rstrip(b"\r\n")
+    body = strip_bom(data).rstrip(b"\r\n")
     has_quote = b'"' in body
     try:
         table, ragged = read_string_csv(body, header, skip_rows=1, newlines_in_values=has_quote)
     except pa.ArrowInvalid as exc:
         problems.error(source.rel, None, f"cannot parse as CSV: {exc}")
         return ParsedFile(source, None)
-    parsed = ParsedFile(source, table, ragged=ragged)
+    parsed = ParsedFile(source, table, ragged=ragged, plain=not ragged and not has_quote)
     if ragged:
-        for line, expected, found in _ragged_records(source.data):
+        for line, expected, found in _ragged_records(data):
             problems.error(
                 source.rel,
                 line,
@@ -249,7 +175,7 @@ def _reject_constant(name: str) -> float:
 
 
 def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
-    text = _decode_check(source, problems)
+    text = _decode_check(source, source.read(), problems)
     if text is None:
         return ParsedFile(source, None)
     columns: dict[str, list[str]] = {name: [] for name in ROW_FIELDS}
@@ -316,7 +242,7 @@ def parse_parquet(source: RowFile, problems: Problems) -> ParsedFile:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(pa.BufferReader(source.data))
+        table = pq.read_table(pa.BufferReader(source.read()))
     except (pa.ArrowException, OSError) as exc:
         problems.error(source.rel, None, f"cannot read as Parquet: {exc}")
         return ParsedFile(source, None)
@@ -345,13 +271,17 @@ PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
 ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
-def discover_row_files(root: Path) -> list[RowFile]:
-    """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path)."""
+def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
+    """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path).
+
+    With ``read=False`` the files are not read here: :func:`parse_row_files` reads each when it
+    parses it and keeps only the bytes it needs later (a big import does not sit in memory twice).
+    """
     rows_dir = root / "data" / "rows"
     if not rows_dir.is_dir():
         return []
     # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
-    found: list[tuple[str, str, str]] = []
+    found: list[tuple[list[str], str, str, str]] = []
     stack = [(str(rows_dir), "data/rows/")]
     while stack:
         folder, rel = stack.pop()
@@ -362,133 +292,90 @@ def discover_row_files(root: Path) -> list[RowFile]:
                     continue
                 suffix = os.path.splitext(entry.name)[1].lower()
                 if suffix in ROW_FILE_SUFFIXES and entry.is_file():
-                    found.append((f"{rel}{entry.name}", entry.path, suffix[1:]))
-    out = []
-    for rel, path, kind in sorted(found, key=lambda item: PurePosixPath(item[0]).parts):
-        with open(path, "rb") as handle:
-            out.append(RowFile(rel, handle.read(), kind))
+                    name = f"{rel}{entry.name}"
+                    # The parts of a path built from entry names, as PurePosixPath(name).parts gives.
+                    found.append((name.split("/"), name, entry.path, suffix[1:]))
+    found.sort(key=lambda item: item[0])
+    out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
+    if read:
+        for source in out:
+            source.data = source.read()
     return out
 
 
-def _normalise(table: pa.Table, file_ids: pa.Array, row_ids: pa.Array) -> pa.Table:
-    """Every row field as a column (absent ones null), in order, then ``_file`` and ``_row``."""
-    n = table.num_rows
-    for name in ROW_FIELDS:
-        if name not in table.column_names:
-            table = table.append_column(name, pa.nulls(n, pa.string()))
-    table = table.select(list(ROW_FIELDS))
-    return table.append_column("_file", file_ids).append_column("_row", row_ids)
-
-
-def _group_key(source: RowFile) -> bytes | None:
-    """The header line of a CSV file with at least one row, as bytes (files sharing it parse as one)."""
-    if source.kind != "csv":
-        return None
-    data = _strip_bom(source.data)
-    end = data.find(b"\n")
-    if end < 0:
-        return None
-    return data[:end].rstrip(b"\r")
-
-
-def _parse_group(header: list[str], files: list[tuple[int, RowFile]]) -> pa.Table | None:
-    """Parse CSV files sharing one header as one buffer; None when any file needs the careful path.
-
-    The bodies are joined and handed to the CSV reader once (threaded on big inputs) instead of once
-    per file, which costs most of the time on thousands of small files. It is only right when
-    every physical line is one record, so the result is kept only if the reader found exactly as
-    many records as there are lines: a quoted newline, a blank line, a ragged row or a stray
-    carriage return all change that count, and the group is then parsed file by file as before.
-    """
-    # One copy of the bytes, into one buffer: slicing and stripping each file would copy it again.
-    joined = bytearray()
-    counts = []
-    for _, source in files:
-        data = source.data
-        start = data.find(b"\n") + 1
-        end = len(data)
-        while end > start and data[end - 1] in b"\r\n":
-            end -= 1
-        if end <= start:
-            return None
-        joined += memoryview(data)[start:end]
-        joined += b"\n"
-        counts.append(data.count(b"\n", start, end) + 1)
-    buffer = bytes(joined)
-    del joined
+def _batch_header(line: bytes) -> list[str] | None:
+    """Column names of a header line shared by files parsed in one batch, or ``None`` when its files
+    go alone (each then reports its own header problems)."""
     try:
-        table, invalid = read_string_csv(buffer, header, skip_rows=0, newlines_in_values=b'"' in buffer)
-    except pa.ArrowInvalid:
-        return None  # e.g. invalid UTF-8: the careful path says where
-    if invalid or table.num_rows != sum(counts):
+        first = line.decode("utf-8")
+    except UnicodeDecodeError:
         return None
-    ids = np.array([index for index, _ in files], dtype=np.int32)
-    counts_array = np.array(counts, dtype=np.int64)
-    file_ids = pa.array(np.repeat(ids, counts_array))
-    starts = np.repeat(np.cumsum(counts_array) - counts_array, counts_array)
-    row_ids = pa.array((np.arange(table.num_rows, dtype=np.int64) - starts).astype(np.int32))
-    return _normalise(table, file_ids, row_ids)
+    header = next(csv.reader([first]), [])
+    return header if header and _check_header("", header, Problems()) else None
+
+
+def _in_file_order(pieces: list[pa.Table]) -> pa.Table:
+    """One table of every piece's rows in file order, then row order.
+
+    Each piece is in that order and no file spans two pieces, so the result is a sequence of runs
+    of consecutive rows of the pieces: those are concatenated without a copy, unless there are
+    so many (files with different headers alternating) that one gather is cheaper.
+    """
+    if not pieces:
+        return empty_string_table()
+    combined = pa.concat_tables(pieces)
+    if len(pieces) == 1:
+        return combined
+    file_ids = np.concatenate([p.column("_file").to_numpy() for p in pieces])
+    if not bool(np.any(file_ids[1:] < file_ids[:-1])):
+        return combined
+    order = np.argsort(file_ids, kind="stable")
+    breaks = np.flatnonzero(np.diff(order) != 1) + 1
+    if len(breaks) > 256:
+        return combined.take(pa.array(order))
+    starts = np.concatenate([[0], breaks])
+    stops = np.concatenate([breaks, [len(order)]])
+    return pa.concat_tables(
+        [combined.slice(int(order[a]), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    )
 
 
 def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[ParsedFile], pa.Table]:
     """Parse every file; return them and one all-string table with ``_file`` and ``_row`` columns.
 
-    Rows are in file order, then line order. CSV files that share a header are parsed together
-    (see :func:`_parse_group`); anything unusual falls back to parsing its file alone.
+    Rows are in file order, then line order. CSV files that share a header are parsed in batches
+    (:mod:`builder.csvbatch`); anything unusual is parsed alone. A file read here whose lines
+    cannot be told without its bytes (a quoted multi-line cell, a ragged record) keeps them in
+    ``source.data``; the others are not kept.
     """
     parsed: list[ParsedFile | None] = [None] * len(files)
-    pieces: list[pa.Table] = []
-    groups: dict[bytes, list[tuple[int, RowFile]]] = {}
+    batches = CsvBatches(_batch_header)
+    alone: list[tuple[int, RowFile, bytes]] = []
     for index, source in enumerate(files):
-        key = _group_key(source)
-        if key is not None:
-            groups.setdefault(key, []).append((index, source))
-    for key, members in groups.items():
-        if len(members) < 2:
+        data = source.read()
+        if source.kind == "csv" and batches.add(index, source, data):
             continue
-        try:
-            first = key.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        header = next(csv.reader([first]))
-        if not _check_header("", header, Problems()):
-            continue  # each file reports its own header problems
-        table = _parse_group(header, members)
-        if table is None:
-            continue
-        pieces.append(table)
-        offsets = np.searchsorted(
-            table.column("_file").to_numpy(), [index for index, _ in members] + [len(files)]
-        )
-        for number, (index, source) in enumerate(members):
-            start, stop = int(offsets[number]), int(offsets[number + 1])
-            parsed[index] = ParsedFile(source, table.slice(start, stop - start))
-    for index, source in enumerate(files):
-        if parsed[index] is not None:
-            continue
+        alone.append((index, source, data))
+    batches.finish()
+    for index, item in batches.parsed.items():
+        parsed[index] = item
+    pieces = list(batches.tables)
+    for index, source, data in sorted(alone + batches.rejected, key=lambda member: member[0]):
+        held = source.data
+        source.data = data
         item = PARSERS[source.kind](source, problems)
+        if held is None and (source.kind != "csv" or item.plain):
+            source.data = None  # lines are known without the bytes
         parsed[index] = item
         if item.table is None:
             continue
         table = item.table
+        item.table = None
         n = table.num_rows
         if "_line" in table.column_names:
             row_ids = table.column("_line").combine_chunks()
             table = table.drop_columns(["_line"])
         else:
             row_ids = pa.array(np.arange(n, dtype=np.int32))
-        pieces.append(_normalise(table, pa.array(np.full(n, index, dtype=np.int32)), row_ids))
-    if pieces:
-        combined = pa.concat_tables(pieces)
-        file_ids = combined.column("_file").to_numpy()
-        if len(file_ids) > 1 and bool(np.any(file_ids[1:] < file_ids[:-1])):
-            # Groups and single files interleave: back to file order, then line order.
-            combined = combined.take(
-                pc.sort_indices(combined, [("_file", "ascending"), ("_row", "ascending")])
-            )
-    else:
-        schema = pa.schema(
-            [*STRING_SCHEMA_FIELDS, pa.field("_file", pa.int32()), pa.field("_row", pa.int32())]
-        )
-        combined = schema.empty_table()
-    return [p for p in parsed if p is not None], combined
+        pieces.append(normalise(table, pa.array(np.full(n, index, dtype=np.int32)), row_ids))
+    return [p for p in parsed if p is not None], _in_file_order(pieces)
