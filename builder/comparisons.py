@@ -16,10 +16,11 @@ from __future__ import annotations
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.figures import (
     QUANTITY_LABELS,
     SERVE_PROPERTIES,
@@ -27,16 +28,26 @@ from builder.figures import (
     Cell,
     Row,
     Setting,
-    pick_cell,
-    setting_of,
 )
+from builder.findings import Finding
 from builder.flags import format_value
 from builder.load import Recipe, Site
-from builder.models import METRICS
 from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
 
 DISAGREE_AT = 1.10
 """Two claims about one checkpoint disagree when one figure is this many times the other, or more."""
+
+SHARED_SHOWN = 12
+"""Settings per quantity a comparison page lines up (more only to keep every build in view).
+
+At scale a model's builds share hundreds of settings; a table of all of them is more than a reader
+choosing a build reads (and than the page budget holds). Every row of a build stays on its recipe's
+page and in the data downloads."""
+ALONE_SHOWN = 6
+"""Figures per quantity without a match that a comparison page lists (the same rule)."""
+AT_LOAD: frozenset[str] = frozenset({"aggregate_tok_s"})
+"""Quantities that say most at the highest concurrency (all streams together): a page shows their
+settings from the highest concurrency down, the others' from a single stream up."""
 
 _RANK = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
 
@@ -177,46 +188,131 @@ def run_context(a: Cell, b: Cell) -> str:
     return "same " + ", same ".join(same)
 
 
-def _by_setting(rows: Iterable[Row], node_hw: dict[str, str]) -> dict[Setting, list[Row]]:
-    out: dict[Setting, list[Row]] = defaultdict(list)
-    for row in rows:
-        out[setting_of(row, node_hw)].append(row)
-    return out
+@dataclass(frozen=True)
+class Slot:
+    """Where a quantity was measured and by which builds, before any figure is picked."""
+
+    quantity: str
+    setting: Setting | None
+    """``None`` for serve properties."""
+    recipes: tuple[str, ...]
+    """Slugs, in build order."""
+
+
+def figure_grid(
+    builds: list[Build], rows: Mapping[str, list[Row]], recon: Reconciliation, node_hw: Mapping[str, str]
+) -> FigureGrid:
+    """The picks of every build at every setting, recipes in build order."""
+    return FigureGrid(rows_table(rows, [b.slug for b in builds]), recon, node_hw)
+
+
+def slots(grid: FigureGrid) -> tuple[list[Slot], list[Slot]]:
+    """(slots of two builds or more at a comparable setting, a slot per figure of one build alone),
+    each by quantity, then setting."""
+    shared: list[Slot] = []
+    alone: list[Slot] = []
+    for quantity in QUANTITIES:
+        measured = grid.measured(quantity)
+        if quantity not in SERVE_PROPERTIES:
+            measured.sort(key=lambda m: m[0].sort_key())  # type: ignore[union-attr]
+        for setting, recipes in measured:
+            if len(recipes) > 1 and (setting is None or setting.comparable):
+                shared.append(Slot(quantity, setting, tuple(recipes)))
+            else:
+                alone.extend(Slot(quantity, setting, (r,)) for r in recipes)
+    return shared, alone
+
+
+def line(grid: FigureGrid, slot: Slot) -> Line:
+    """The slot's figures (and their ratio, when there are two or more)."""
+    cells = {}
+    for recipe in slot.recipes:
+        cell = grid.cell(slot.quantity, slot.setting, recipe)
+        if cell is not None:
+            cells[recipe] = cell
+    return Line(slot.quantity, slot.setting, cells, _ratio(cells, slot.quantity) if len(cells) > 1 else None)
 
 
 def side_by_side(
-    builds: list[Build], rows: Mapping[str, list[Row]], recon: Reconciliation, node_hw: dict[str, str]
+    builds: list[Build], rows: Mapping[str, list[Row]], recon: Reconciliation, node_hw: Mapping[str, str]
 ) -> tuple[list[Line], list[Line]]:
-    """(lines shared by two builds or more, figures of one build only), each in a stable order."""
-    grouped = {b.slug: _by_setting(rows.get(b.slug, []), node_hw) for b in builds}
-    settings = sorted({s for g in grouped.values() for s in g}, key=Setting.sort_key)
-    shared: list[Line] = []
-    alone: list[Line] = []
-    for quantity in METRICS:
-        for setting in settings:
-            cells = {}
-            for build in builds:
-                at = grouped[build.slug].get(setting)
-                cell = pick_cell(at, quantity, recon, allow_differs=True) if at else None
-                if cell is not None:
-                    cells[build.slug] = cell
-            if not cells:
-                continue
-            if setting.comparable and len(cells) > 1:
-                shared.append(Line(quantity, setting, cells, _ratio(cells, quantity)))
-            else:
-                alone.extend(Line(quantity, setting, {slug: cell}) for slug, cell in cells.items())
-    for quantity in SERVE_PROPERTIES:
-        cells = {}
-        for build in builds:
-            cell = pick_cell(rows.get(build.slug, []), quantity, recon, allow_differs=True)
-            if cell is not None:
-                cells[build.slug] = cell
-        if len(cells) > 1:
-            shared.append(Line(quantity, None, cells, _ratio(cells, quantity)))
-        else:
-            alone.extend(Line(quantity, None, {slug: cell}) for slug, cell in cells.items())
-    return shared, alone
+    """Every figure: (lines shared by two builds or more, figures of one build only), in a stable order."""
+    grid = figure_grid(builds, rows, recon, node_hw)
+    shared, alone = slots(grid)
+    return [line(grid, s) for s in shared], [line(grid, s) for s in alone]
+
+
+HeadlineKeys = Mapping[str, tuple[int, int, int]]
+"""Recipe slug → (prompt, context, concurrency) of its headline setting."""
+
+
+def headline_keys(recipes: Iterable[Recipe]) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for recipe in recipes:
+        wanted = recipe.meta.headline
+        if wanted is not None:
+            out[recipe.slug] = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+    return out
+
+
+def _slot_rank(slot: Slot, headlines: HeadlineKeys, settings: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Which slots a page shows first: a build's headline setting, then settings more builds share,
+    then by concurrency (from a single stream up; :data:`AT_LOAD` quantities from the highest down),
+    then the setting order."""
+    setting = slot.setting
+    if setting is None:
+        return (0,)
+    known = settings.get(id(setting))  # settings are shared objects: their keys are worked out once
+    if known is None:
+        shape = (setting.prompt_tokens, setting.context_tokens, setting.concurrency)
+        load = -setting.concurrency if slot.quantity in AT_LOAD else setting.concurrency
+        known = settings[id(setting)] = (shape, load, setting.sort_key())
+    shape, load, order = known
+    at_headline = any(headlines.get(r) == shape for r in slot.recipes)
+    return (not at_headline, -len(slot.recipes), load, order)
+
+
+def shown(
+    slots_of_quantity: list[Slot], limit: int, group: Callable[[Slot], str], headlines: HeadlineKeys
+) -> list[Slot]:
+    """The slots of one quantity a page shows: at most ``limit``, in their given order.
+
+    First, for each build, the best-ranked slot it is in (so no build drops out of view, even past
+    the limit); then the rest by rank, taking turns between groups (hardware, or builds) so one group
+    with many settings does not crowd the others out.
+    """
+    if len(slots_of_quantity) <= limit:
+        return slots_of_quantity
+    keys: dict[int, tuple[Any, ...]] = {}
+    ranked = sorted(
+        range(len(slots_of_quantity)), key=lambda i: _slot_rank(slots_of_quantity[i], headlines, keys)
+    )
+    chosen: set[int] = set()
+    covered: set[str] = set()
+    for i in ranked:
+        if not covered.issuperset(slots_of_quantity[i].recipes):
+            chosen.add(i)
+            covered.update(slots_of_quantity[i].recipes)
+    queues: dict[str, list[int]] = {}
+    for i in ranked:
+        if i not in chosen:
+            queues.setdefault(group(slots_of_quantity[i]), []).append(i)
+    turns = [q[::-1] for q in queues.values()]  # popped from the end: best first
+    while len(chosen) < limit and turns:
+        for queue in turns:
+            if len(chosen) < limit and queue:
+                chosen.add(queue.pop())
+        turns = [q for q in turns if q]
+    return [slots_of_quantity[i] for i in sorted(chosen)]
+
+
+def _shown_by_quantity(
+    all_slots: list[Slot], limit: int, group: Callable[[Slot], str], headlines: HeadlineKeys
+) -> list[Slot]:
+    by_quantity: dict[str, list[Slot]] = defaultdict(list)
+    for slot in all_slots:
+        by_quantity[slot.quantity].append(slot)
+    return [s for q in QUANTITIES for s in shown(by_quantity.get(q, []), limit, group, headlines)]
 
 
 @dataclass(frozen=True)
@@ -225,6 +321,22 @@ class FlagDifference:
 
     name: str
     values: dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class FindingNote:
+    """A finding of non-reproduction on a recipe, as a claim lists it."""
+
+    summary: str
+    explanation: str
+    annotation: str
+    """The curator's reason (``data/annotations.yaml``), empty while the finding is open."""
+
+
+def finding_note(finding: Finding) -> FindingNote:
+    return FindingNote(
+        finding.summary(), finding.explanation_text(), str((finding.annotation or {}).get("reason") or "")
+    )
 
 
 @dataclass(frozen=True)
@@ -237,8 +349,8 @@ class Claim:
     setting: Setting | None
     summary: str
     sources: list[str]
-    findings: list[dict[str, Any]]
-    """``as_json()`` of each finding of the recipe."""
+    findings: list[FindingNote]
+    """The findings on the recipe."""
 
 
 @dataclass(frozen=True)
@@ -256,27 +368,24 @@ class SameCheckpoint:
         return self.ratio is not None and self.ratio.value >= DISAGREE_AT
 
 
-def single_stream_figure(
-    recipe: Recipe, rows: list[Row], recon: Reconciliation, node_hw: dict[str, str]
-) -> tuple[Setting, Cell] | None:
-    """The recipe's decode figure at concurrency 1: its headline setting if measured, else its best."""
+def single_stream_figure(recipe: Recipe, grid: FigureGrid) -> tuple[Setting, Cell] | None:
+    """The recipe's decode figure at concurrency 1: at its headline setting if measured there, else
+    its best (matching rows first, then the latest, then the most trials)."""
     candidates = []
-    for setting, at in _by_setting((r for r in rows if r["concurrency"] == 1), node_hw).items():
-        cell = pick_cell(at, "decode_tok_s", recon, allow_differs=False)
-        if cell is None:
-            cell = pick_cell(at, "decode_tok_s", recon, allow_differs=True)
-        if cell is not None:
-            candidates.append((setting, cell))
+    for setting, recipes in grid.measured("decode_tok_s"):
+        if setting is not None and setting.concurrency == 1 and recipe.slug in recipes:
+            cell = grid.cell("decode_tok_s", setting, recipe.slug)
+            if cell is not None:
+                candidates.append((setting, cell))
     if not candidates:
         return None
     wanted = recipe.meta.headline
-    for setting, cell in candidates:
-        if wanted and (setting.prompt_tokens, setting.context_tokens, setting.concurrency) == (
-            wanted.prompt_tokens,
-            wanted.context_tokens,
-            wanted.concurrency,
-        ):
-            return setting, cell
+    if wanted:
+        key = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+        at_headline = [
+            (s, c) for s, c in candidates if (s.prompt_tokens, s.context_tokens, s.concurrency) == key
+        ]
+        candidates = at_headline or candidates
     return min(
         candidates,
         key=lambda sc: (_RANK[sc[1].status], -sc[1].date.toordinal(), -sc[1].trials, sc[0].sort_key()),
@@ -294,11 +403,7 @@ def _flag_differences(recipes: list[Recipe]) -> list[FlagDifference]:
 
 
 def same_checkpoint(
-    site: Site,
-    builds: list[Build],
-    rows: Mapping[str, list[Row]],
-    recon: Reconciliation,
-    node_hw: dict[str, str],
+    site: Site, builds: list[Build], grid: FigureGrid, recon: Reconciliation
 ) -> list[SameCheckpoint]:
     by_checkpoint: dict[str, list[Build]] = defaultdict(list)
     for build in builds:
@@ -311,7 +416,7 @@ def same_checkpoint(
         claims = []
         for build in group:
             recipe = site.recipes[build.slug]
-            picked = single_stream_figure(recipe, rows.get(build.slug, []), recon, node_hw)
+            picked = single_stream_figure(recipe, grid)
             claims.append(
                 Claim(
                     build,
@@ -319,7 +424,7 @@ def same_checkpoint(
                     picked[0] if picked else None,
                     recipe.meta.summary,
                     list(recipe.meta.sources),
-                    [f.as_json() for f in recon.findings_for(build.slug)],
+                    [finding_note(f) for f in recon.findings_for(build.slug)],
                 )
             )
         figures = {c.build.slug: c.figure for c in claims if c.figure is not None}
@@ -335,6 +440,18 @@ def same_checkpoint(
 
 
 @dataclass(frozen=True)
+class SharedTable:
+    """One table of figures lined up: its builds are its columns, its lines its rows."""
+
+    hardware: str | None
+    """The hardware every setting of the table is on, when the page has a table per hardware."""
+    serve: bool
+    """The serve properties' table, on a page with a table per hardware."""
+    builds: list[Build]
+    lines: list[Line]
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything the comparison page of one base model shows."""
 
@@ -342,17 +459,37 @@ class Comparison:
     slug: str
     builds: list[Build]
     shared: list[Line]
+    """The lines the page shows (see :data:`SHARED_SHOWN`), by quantity, then setting."""
     alone: list[Line]
+    """The figures without a match the page shows (see :data:`ALONE_SHOWN`)."""
     same_checkpoint: list[SameCheckpoint] = field(default_factory=list)
+    shared_total: int = 0
+    """Lines shared by two builds or more, shown or not."""
+    alone_total: int = 0
+    """Figures without a match, shown or not."""
 
     def build(self, slug: str) -> Build:
         return next(b for b in self.builds if b.slug == slug)
 
-    @functools.cached_property  # read once per row of the page's tables
-    def shared_builds(self) -> list[Build]:
-        """Builds with a figure in a shared line: the columns of the side-by-side table."""
-        used = {slug for line in self.shared for slug in line.cells}
-        return [b for b in self.builds if b.slug in used]
+    @functools.cached_property
+    def shared_tables(self) -> list[SharedTable]:
+        """The shown shared lines as the page's tables: one per hardware where settings span more
+        than one (builds on different hardware never share a setting), serve properties last."""
+        hardware = sorted({line.setting.hardware for line in self.shared if line.setting is not None})
+        split = len(hardware) > 1
+        groups: dict[str, list[Line]] = {}
+        for line in self.shared:
+            key = line.setting.hardware if split and line.setting is not None else ""
+            groups.setdefault(key, []).append(line)
+        order = [*(hardware if split else ()), ""]
+        tables = []
+        for key in order:
+            lines = groups.get(key)
+            if lines:
+                used = {slug for line in lines for slug in line.cells}
+                builds = [b for b in self.builds if b.slug in used]
+                tables.append(SharedTable(key or None, split and not key, builds, lines))
+        return tables
 
     @property
     def multi_hardware(self) -> bool:
@@ -364,12 +501,38 @@ def node_hardware(site: Site) -> dict[str, str]:
     return {name: node.hardware for name, node in site.nodes.items()}
 
 
+def model_recipes(site: Site, model: str) -> list[Recipe]:
+    """The recipes of ``model``, by slug: the builds of its comparison, in order."""
+    return sorted((r for r in site.recipes.values() if r.meta.model == model), key=lambda r: r.slug)
+
+
 def comparison(
     site: Site, model: str, slug: str, rows: Mapping[str, list[Row]], recon: Reconciliation
 ) -> Comparison:
-    """The comparison of every recipe of ``model``, builds ordered by slug."""
-    recipes = [site.recipes[s] for s in sorted(site.recipes) if site.recipes[s].meta.model == model]
+    """The comparison page of every recipe of ``model``: a bounded set of its figures (every figure
+    of it is in :func:`side_by_side`)."""
+    recipes = model_recipes(site, model)
     builds = make_builds(recipes)
-    node_hw = node_hardware(site)
-    shared, alone = side_by_side(builds, rows, recon, node_hw)
-    return Comparison(model, slug, builds, shared, alone, same_checkpoint(site, builds, rows, recon, node_hw))
+    grid = figure_grid(builds, rows, recon, node_hardware(site))
+    shared, alone = slots(grid)
+    headlines = headline_keys(recipes)
+    shown_shared = _shown_by_quantity(shared, SHARED_SHOWN, _hardware_of, headlines)
+    shown_alone = _shown_by_quantity(alone, ALONE_SHOWN, _build_of, headlines)
+    return Comparison(
+        model,
+        slug,
+        builds,
+        [line(grid, s) for s in shown_shared],
+        [line(grid, s) for s in shown_alone],
+        same_checkpoint(site, builds, grid, recon),
+        shared_total=len(shared),
+        alone_total=len(alone),
+    )
+
+
+def _hardware_of(slot: Slot) -> str:
+    return slot.setting.hardware if slot.setting is not None else ""
+
+
+def _build_of(slot: Slot) -> str:
+    return slot.recipes[0]

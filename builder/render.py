@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import jinja2
 
-from builder import deps
+from builder import comparison_tables, deps
 from builder.chart_data import case_charts, comparison_charts, recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.comparisons import comparison, comparison_slugs, node_hardware
@@ -248,6 +248,8 @@ def render_comparison(ctx: RenderContext, model: str) -> bytes:
         recipes=ctx.site.recipes,
         hardware_name=ctx.site.hardware_name,
         charts=comparison_charts(comp.shared, comp.builds, ctx.site.hardware_name),
+        compare_rows=comparison_tables.shared_rows,
+        alone_rows=comparison_tables.alone_rows,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.content import slugify
@@ -105,6 +106,11 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
             rows = [] if where is None else self._table.slice(*where).to_pylist()
             self._converted[slug] = rows
         return rows
+
+    def table(self, slug: str) -> pa.Table:
+        """The recipe's rows as Arrow columns (``ROW_COLUMNS``, newest first), not converted to dicts."""
+        where = self._slices.get(slug)
+        return self._table.slice(*where) if where is not None else self._table.slice(0, 0)
 
     def __contains__(self, slug: object) -> bool:
         return slug in self._slices
