@@ -188,6 +188,7 @@ def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
         "pagefind",
         "pyyaml",
         "numpy",
+        "orjson",
     )
     # Installed versions, from the names of their dist-info folders (importing them would cost the
     # no-op build its budget). Only package folders count: the current directory is on sys.path too.
@@ -668,6 +669,8 @@ class IncrementalBuilder:
         self.keep_context = keep_context
         """Keep the last build's render context (the preview's quick pages render from it)."""
         self._context: RenderContext | None = None
+        self._quick_con: Any = None
+        """The DuckDB connection quick pages reconcile on (opened on first use)."""
         self.persist = persist
         self.workers = workers
         self.progress = progress
@@ -706,10 +709,9 @@ class IncrementalBuilder:
         :meth:`build` must follow. The page's record gets the new bytes' digest, so that build
         rewrites (and reports) it only if its own rendering differs.
         """
+        from builder.inputs import digest_bytes
         from builder.output import update_in_place
         from builder.quickpage import quick_recipe_page
-
-        from builder.inputs import digest_bytes
 
         state, ctx = self._state, self._context
         if state is None or ctx is None or self.atomic or len(changed) != 1:
@@ -721,7 +723,13 @@ class IncrementalBuilder:
                 return None  # saved unchanged: the build that follows finds nothing to do
         except (OSError, ValueError):
             return None
-        pages = quick_recipe_page(ctx, changed)
+        if self._quick_con is None:
+            import duckdb
+
+            # Opening a connection costs ~50 ms; quick pages share one, single-threaded (tiny data).
+            self._quick_con = duckdb.connect()
+            self._quick_con.execute("SET threads = 1")
+        pages = quick_recipe_page(ctx, changed, self._quick_con)
         if not pages or any(path not in state.outputs for path in pages):
             return None
         pages = {p: data for p, data in pages.items() if state.outputs[p].digest != digest_bytes(data)}
@@ -734,8 +742,35 @@ class IncrementalBuilder:
             )
         return sorted(pages)
 
+    def warm(self) -> bool:
+        """Load the site and its render context without building, for :meth:`quick` after a no-op
+        start-up (which loads nothing). True when a context is ready."""
+        if self._context is not None:
+            return True
+        if self._state is None or not self.keep_context:
+            return False
+        from builder.content import Markdown
+        from builder.loadcache import LoadCache
+        from builder.pipeline import load_and_reconcile
+        from builder.render import make_context
+
+        cache = self._cache if self._cache is not None else LoadCache()
+        self._cache = cache
+        loaded = load_and_reconcile(self.config, cache=cache)
+        if loaded.problems.errors or loaded.recon is None:
+            loaded.site.con.close()
+            return False
+        self._context = make_context(
+            loaded.site, loaded.recon, Markdown(self._markdown if self._markdown is not None else {})
+        )
+        loaded.site.con.close()
+        return True
+
     def close(self) -> None:
         """Forget the in-memory state (the on-disk record stays)."""
+        if self._quick_con is not None:
+            self._quick_con.close()
+            self._quick_con = None
         self._context = None
         self._state = None
         self._cache = None

@@ -18,6 +18,10 @@ from builder.incremental import IncrementalBuilder
 SERVE_DIR = Path(".cache") / "builder" / "serve-site"
 
 
+WARM = Path("<load the site for quick pages>")
+"""A follow-up "path" that asks the builder to load the site (no file is ever named so)."""
+
+
 def serve_out_dir(root: Path) -> Path:
     """Where ``serve`` builds: beside the builder's cache, not ``site/``."""
     return root.resolve() / SERVE_DIR
@@ -48,6 +52,14 @@ class PreviewBuilder:
                 return RebuildResult(problems=(exc.problem(),))
             # In place (no tree swap per save) and keeping the render context for quick pages.
             self.engine = IncrementalBuilder(config, workers=self.workers, atomic=False, keep_context=True)
+        if changed is not None and WARM in changed:
+            try:
+                self.engine.warm()
+            except Exception:  # only an optimisation: quick pages wait for the next full build
+                pass
+            changed = changed - {WARM}
+            if not changed:
+                return RebuildResult()
         if changed is not None:
             quick = self._quick(changed)
             if quick is not None:
@@ -63,6 +75,8 @@ class PreviewBuilder:
             changed=frozenset(report.written) | frozenset(report.removed),
             files=len(report.written),
             note=report.cache_note,
+            # A no-op start-up loaded nothing: load the site next, while the author reads.
+            followup=frozenset({WARM}) if report.noop and changed is None else frozenset(),
         )
 
     def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:

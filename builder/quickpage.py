@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from builder.annotations import load_annotations
 from builder.errors import Problems
+from builder.ingest import validate_rows
 from builder.load import Recipe, Site, _load_page, _make_recipe
 from builder.models import RecipeMeta
 from builder.reconcile import reconcile_rows
@@ -34,8 +35,13 @@ from builder.rows import ROW_FILE_SUFFIXES, ParsedFile, RowFile, parse_row_files
 from builder.views import rows_by_recipe
 
 
-def quick_recipe_page(ctx: RenderContext, changed: Collection[Path]) -> dict[str, bytes] | None:
-    """``{output path: bytes}`` of the recipe page a single saved file changes, or ``None``."""
+def quick_recipe_page(
+    ctx: RenderContext, changed: Collection[Path], con: duckdb.DuckDBPyConnection
+) -> dict[str, bytes] | None:
+    """``{output path: bytes}`` of the recipe page a single saved file changes, or ``None``.
+
+    ``con`` is a DuckDB connection the caller keeps for these (opening one costs tens of ms); the
+    tables registered on it are removed again."""
     if len(changed) != 1:
         return None
     site = ctx.site
@@ -48,13 +54,21 @@ def quick_recipe_page(ctx: RenderContext, changed: Collection[Path]) -> dict[str
         return None  # deleted, unreadable or outside the root: a full build says what happened
     parts = PurePosixPath(rel).parts
     if len(parts) == 3 and parts[:2] == ("content", "recipes") and rel.endswith(".md"):
-        return _recipe_edit(ctx, rel, data)
+        return _recipe_edit(ctx, rel, data, con)
     if len(parts) >= 3 and parts[:2] == ("data", "rows") and PurePosixPath(rel).suffix in ROW_FILE_SUFFIXES:
-        return _row_file(ctx, rel, data)
+        return _row_file(ctx, rel, data, con)
     return None
 
 
-def _recipe_edit(ctx: RenderContext, rel: str, data: bytes) -> dict[str, bytes] | None:
+def _reconciled_fields(recipe: Recipe) -> tuple[object, ...]:
+    """What reconciliation reads of a recipe (:func:`builder.reconcile.status_for`, run grouping)."""
+    meta = recipe.meta
+    return (meta.engine, meta.engine_version, meta.hardware, recipe.flags, meta.flags.strip() != "", meta.env)
+
+
+def _recipe_edit(
+    ctx: RenderContext, rel: str, data: bytes, con: duckdb.DuckDBPyConnection
+) -> dict[str, bytes] | None:
     slug = PurePosixPath(rel).stem
     site = ctx.site
     if slug not in site.recipes:
@@ -67,23 +81,24 @@ def _recipe_edit(ctx: RenderContext, rel: str, data: bytes) -> dict[str, bytes] 
         return None
     recipes = dict(site.recipes)
     recipes[slug] = recipe
-    return _render(ctx, dataclasses.replace(site, recipes=recipes), slug, _rows_of(site, slug), None)
+    edited = dataclasses.replace(site, recipes=recipes)
+    if _reconciled_fields(recipe) == _reconciled_fields(site.recipes[slug]):
+        # Prose, title, FAQ...: the last build's row statuses and findings still hold.
+        html = render_recipe(dataclasses.replace(ctx, site=edited), slug)
+        return {f"recipes/{slug}/index.html": html}
+    return _render(ctx, edited, slug, _rows_of(site, slug), None, con)
 
 
-def _row_file(ctx: RenderContext, rel: str, data: bytes) -> dict[str, bytes] | None:
+def _row_file(
+    ctx: RenderContext, rel: str, data: bytes, con: duckdb.DuckDBPyConnection
+) -> dict[str, bytes] | None:
     site = ctx.site
     problems = Problems()
     source = RowFile(rel, data, PurePosixPath(rel).suffix[1:].lower())
     parsed, raw = parse_row_files([source], problems)
     if problems.errors or not raw.num_rows:
         return None
-    con = duckdb.connect()
-    try:
-        from builder.ingest import validate_rows
-
-        typed = validate_rows(con, parsed, raw, sorted(site.recipes), sorted(site.nodes), problems)
-    finally:
-        con.close()
+    typed = validate_rows(con, parsed, raw, sorted(site.recipes), sorted(site.nodes), problems)
     if problems.errors or problems.warnings:
         return None
     named = pc.unique(typed.column("recipe")).to_pylist()
@@ -109,7 +124,7 @@ def _row_file(ctx: RenderContext, rel: str, data: bytes) -> dict[str, bytes] | N
         pa.array(np.full(typed.num_rows, file_id, np.int32)),
     )
     mini = dataclasses.replace(site, row_files=row_files)
-    return _render(ctx, mini, slug, old_rows, typed.cast(old_rows.schema))
+    return _render(ctx, mini, slug, old_rows, typed.cast(old_rows.schema), con)
 
 
 def _rows_of(site: Site, slug: str) -> pa.Table:
@@ -117,7 +132,12 @@ def _rows_of(site: Site, slug: str) -> pa.Table:
 
 
 def _render(
-    ctx: RenderContext, site: Site, slug: str, rows: pa.Table, added: pa.Table | None
+    ctx: RenderContext,
+    site: Site,
+    slug: str,
+    rows: pa.Table,
+    added: pa.Table | None,
+    con: duckdb.DuckDBPyConnection,
 ) -> dict[str, bytes] | None:
     """Reconcile ``slug``'s rows alone (plus ``added``) and render its page from them."""
     pieces = [rows] if added is None else [rows, added]
@@ -132,9 +152,8 @@ def _render(
     table = table.set_column(
         table.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32))
     )
-    con = duckdb.connect()
+    con.register("rows", table)
     try:
-        con.register("rows", table)
         mini = dataclasses.replace(site, rows=table, con=con, extra={})
         problems = Problems()
         annotations = [
@@ -148,5 +167,5 @@ def _render(
         quick = dataclasses.replace(ctx, site=mini, recon=recon, rows=rows_by_recipe(mini))
         html = render_recipe(quick, slug)
     finally:
-        con.close()
+        con.unregister("rows")
     return {f"recipes/{slug}/index.html": html}

@@ -7,6 +7,7 @@ through http.client to a server bound to port 0 in this process. The one test th
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import os
@@ -590,3 +591,6 @@ def test_terminal_report_prints_the_check_text(capsys: pytest.CaptureFixture[str
     ]
     report(RebuildResult(changed=frozenset({"index.html"}), seconds=0.0123))
     assert capsys.readouterr().err == "built in 12 ms (1 files changed)\n"
+    quick = RebuildResult(changed=frozenset({"recipes/a/index.html"}), followup=frozenset({Path("a")}))
+    report(dataclasses.replace(quick, seconds=0.02))
+    assert capsys.readouterr().err == "recipes/a/index.html in 20 ms; rebuilding the rest\n"

@@ -10,8 +10,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
+from builder.devserver import RebuildResult
 from builder.incremental import IncrementalBuilder
-from builder.preview import PreviewBuilder
+from builder.preview import WARM, PreviewBuilder
 from tests.conftest import REPO
 
 SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"
@@ -130,3 +131,15 @@ def test_no_quick_page_for_several_files_or_a_new_recipe(root: Path, tmp_path: P
     copy.write_text(copy.read_text() + "\nMore.\n")
     result = preview(frozenset({recipe, copy}))
     assert result.ok and result.followup == frozenset()
+
+
+def test_after_a_no_op_start_up_the_site_is_loaded_next_for_quick_pages(root: Path, tmp_path: Path) -> None:
+    assert PreviewBuilder(root, tmp_path / "serve")(None).ok  # an earlier session built it
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    start = preview(None)
+    assert start.ok and start.changed == frozenset() and start.followup == {WARM}
+    assert preview(start.followup) == RebuildResult()
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    recipe.write_text(recipe.read_text() + "\nWarm edit.\n")
+    quick = preview(frozenset({recipe}))
+    assert quick.changed == {PAGE} and quick.followup == {recipe}

@@ -57,6 +57,9 @@ def report(result: RebuildResult) -> None:
     if result.problems:
         count = len(result.problems)
         _say(f"build failed: {count} error{'s' if count != 1 else ''}; still serving the last good build")
+    elif result.followup and result.changed:
+        pages = ", ".join(sorted(result.changed))
+        _say(f"{pages} in {result.seconds * 1000:.0f} ms; rebuilding the rest")
     else:
         changed = "all" if result.changed is None else str(len(result.changed))
         _say(f"built in {result.seconds * 1000:.0f} ms ({changed} files changed)")
