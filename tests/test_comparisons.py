@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup, Tag
 
-from builder.comparisons import comparison, comparison_slugs, model_slug, short_labels
+from builder.comparisons import SHARED_SHOWN, comparison, comparison_slugs, model_slug, short_labels
 from builder.config import load_config
 from builder.pipeline import build, load_and_reconcile
 from builder.views import rows_by_recipe
@@ -280,3 +280,105 @@ def test_shipped_comparison(tmp_path: Path) -> None:
     assert "nvidia/Qwen3.6-35B-A3B-NVFP4" in claims.find("h2").get_text()  # type: ignore[union-attr]
     figures = sorted(c.select_one(".figure").get_text() for c in claims.select(".claim"))  # type: ignore[union-attr]
     assert figures == ["42.6", "97.5"]
+
+
+def _many_recipe(slug: str, hardware: str, headline: str = "") -> str:
+    return (
+        f"---\ntitle: Many — {slug}\nmodel: example/many\ncheckpoint: example/many-{slug}\n"
+        f'hardware: {hardware}\nengine: vllm\nengine_version: "1.0.0"\nflags: ""\n{headline}---\nSynthetic.\n'
+    )
+
+
+def _many_rows(slug: str, node: str, settings: list[tuple[int, int]]) -> str:
+    header = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,aggregate_tok_s,source\n"
+    return header + "".join(
+        f"2026-01-02,{slug},{node},1.0.0,{p},{c},{50 + c},{(50 + c) * c},synthetic\n" for p, c in settings
+    )
+
+
+PROMPTS = (512, 1024, 2048, 4096)
+LEVELS = (1, 2, 4, 8, 16)
+
+
+@pytest.fixture
+def many(make_site: MakeSite) -> Path:
+    """Five builds: a and b share 20 settings on test-gpu (c joins them at one), d and e 20 on test-gpu-2."""
+    grid = [(p, c) for p in PROMPTS for c in LEVELS]
+    files = {
+        "data/nodes.yaml": "node-a:\n  hardware: test-gpu\nnode-b:\n  hardware: test-gpu-2\n",
+        "content/recipes/many-a.md": _many_recipe(
+            "many-a", "test-gpu", "headline:\n  prompt_tokens: 2048\n  concurrency: 8\n"
+        ),
+        "content/recipes/many-b.md": _many_recipe("many-b", "test-gpu"),
+        "content/recipes/many-c.md": _many_recipe("many-c", "test-gpu"),
+        "content/recipes/many-d.md": _many_recipe("many-d", "test-gpu-2"),
+        "content/recipes/many-e.md": _many_recipe("many-e", "test-gpu-2"),
+        "data/rows/many/a.csv": _many_rows("many-a", "node-a", grid),
+        "data/rows/many/b.csv": _many_rows("many-b", "node-a", grid),
+        "data/rows/many/c.csv": _many_rows("many-c", "node-a", [(4096, 16)]),
+        "data/rows/many/d.csv": _many_rows("many-d", "node-b", grid),
+        "data/rows/many/e.csv": _many_rows("many-e", "node-b", grid),
+    }
+    return make_site(files)
+
+
+def test_a_page_shows_a_bounded_set_of_settings(many: Path) -> None:
+    loaded = load_and_reconcile(load_config(many))
+    assert not loaded.problems, [p.format() for p in loaded.problems]
+    assert loaded.recon is not None
+    comp = comparison(loaded.site, "example/many", "example-many", rows_by_recipe(loaded.site), loaded.recon)
+    assert comp.shared_total == 2 * 40 and len(comp.shared) == 2 * SHARED_SHOWN
+
+    def shown(quantity: str) -> list[tuple[str, int, int, frozenset[str]]]:
+        return [
+            (
+                line.setting.hardware,
+                line.setting.prompt_tokens or 0,
+                line.setting.concurrency,
+                frozenset(line.cells),
+            )
+            for line in comp.shared
+            if line.quantity == quantity and line.setting is not None
+        ]
+
+    ab, abc, de = (
+        frozenset({"many-a", "many-b"}),
+        frozenset({"many-a", "many-b", "many-c"}),
+        frozenset({"many-d", "many-e"}),
+    )
+    # a's headline setting; c's only shared setting (so no build drops out); then single streams
+    # up, taking turns between the two hardware, in the setting order
+    assert sorted(shown("decode_tok_s")) == sorted(
+        [("test-gpu", 2048, 8, ab), ("test-gpu", 4096, 16, abc)]
+        + [("test-gpu", p, 1, ab) for p in PROMPTS]
+        + [("test-gpu-2", p, 1, de) for p in PROMPTS]
+        + [("test-gpu", 512, 2, ab), ("test-gpu-2", 512, 2, de)]
+    )
+    # aggregate throughput says most under load: from the highest concurrency down
+    aggregate = shown("aggregate_tok_s")
+    assert ("test-gpu", 2048, 8, ab) in aggregate and ("test-gpu", 4096, 16, abc) in aggregate
+    assert all(c >= 8 for _, _, c, _ in aggregate)
+    assert {hw for hw, _, _, _ in aggregate} == {"test-gpu", "test-gpu-2"}
+
+
+def test_a_page_with_many_settings(many: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(load_config(many, out))
+    soup = _soup(out / "models/example-many/index.html")
+    section = soup.select_one("section[aria-labelledby=shared-h]")
+    assert section is not None
+    # builds on different hardware never share a setting: a table per hardware, its builds as columns
+    assert [h.get_text(strip=True) for h in section.find_all("h3")] == ["On test-gpu", "On test-gpu-2"]
+    tables = section.select("table.compare")
+    assert [[th.get_text(strip=True) for th in t.select("thead th")] for t in tables] == [
+        ["Figure", "Setting", "many-a", "many-b", "many-c", "Ratio"],
+        ["Figure", "Setting", "many-d", "many-e", "Ratio"],
+    ]
+    assert sum(len(t.select("tbody tr")) for t in tables) == 2 * SHARED_SHOWN
+    # the setting says no hardware: the table's heading does
+    first = tables[1].select_one("tbody tr td")
+    assert first is not None and first.get_text(strip=True) == "512-token prompt · concurrency 1"
+    note = section.select_one("#shown-note")
+    assert note is not None and "at 80 matching settings; the tables show 24" in note.get_text(
+        " ", strip=True
+    )
