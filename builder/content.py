@@ -11,13 +11,13 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Any
 
 from builder.errors import ContentError
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
 
 FAQ_HEADING = "troubleshooting"
 
@@ -114,15 +114,23 @@ class Markdown:
 
     def __init__(self, cache: dict[str, RenderedBody] | None = None) -> None:
         """``cache`` (digest → rendered body) may come from an earlier build: it is keyed by content."""
+        # Imported here: loading front matter (``check``) needs no markdown parser.
+        from markdown_it import MarkdownIt
+
         self._md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
             ["table", "strikethrough"]
         )
         self._cache: dict[str, RenderedBody] = {} if cache is None else cache
         self.used: set[str] = set()
         """Keys rendered or looked up by this build, so a kept cache can drop the rest."""
+        self._keys: dict[tuple[bool, str], str] = {}
 
     def render(self, body: str, *, faq: bool = False) -> RenderedBody:
-        key = hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
+        # Pages and the FAQ index ask for the same bodies again and again: the digest of a body is
+        # looked up by the string itself (Python keeps a string's hash), not recomputed.
+        key = self._keys.get((faq, body))
+        if key is None:
+            key = self._keys[(faq, body)] = hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
         self.used.add(key)
         cached = self._cache.get(key)
         if cached is not None:

@@ -14,6 +14,7 @@ holds one batch of bytes at a time, not every file.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,19 +23,21 @@ import pyarrow as pa
 from builder.rowfile import BOM, ParsedFile, RowFile, file_row_ids, normalise, read_string_csv
 
 BATCH_BYTES = 16 << 20
-"""Bytes of CSV bodies per parse: big enough for the reader's threads, small enough that one bad
-file sends few others down the careful path and that the joined copy stays small."""
+"""Bytes of CSV bodies per parse: big enough that the reader's cost per call vanishes, small enough
+that one bad file sends few others down the careful path and that the joined copies stay small."""
 
 
 @dataclass
 class _Batch:
     header: list[str]
-    buffer: bytearray = field(default_factory=bytearray)
+    buffer: bytearray
+    """Allocated once (at least :data:`BATCH_BYTES`): growing it would copy it again and again."""
+    used: int = 0
     members: list[tuple[int, RowFile, bytes]] = field(default_factory=list)
     """(file index, source, bytes): the bytes are held until the batch is parsed, for the careful
     path should it fail."""
-    ends: list[int] = field(default_factory=list)
-    """Offset in :attr:`buffer` just past each member's last newline."""
+    lines: list[int] = field(default_factory=list)
+    """Newlines each member adds to :attr:`buffer`."""
     quoted: bool = False
 
 
@@ -43,10 +46,13 @@ class CsvBatches:
     """Takes CSV files in file order, batches them by header line and parses each full batch.
 
     ``header_of(line)`` gives the column names of a header line, or ``None`` when its files must be
-    parsed alone (undecodable, unknown or missing columns: the careful path reports them).
+    parsed alone (undecodable, unknown or missing columns: the careful path reports them). Batches
+    are parsed on ``executor`` when one is given, so reading the next batch overlaps parsing this
+    one (the reader releases the GIL); :meth:`finish` waits for them.
     """
 
     header_of: Callable[[bytes], list[str] | None]
+    executor: Executor | None = None
     tables: list[pa.Table] = field(default_factory=list)
     """Parsed batches: every row field as a string column, plus ``_file`` and ``_row``."""
     parsed: dict[int, ParsedFile] = field(default_factory=dict)
@@ -55,6 +61,7 @@ class CsvBatches:
     """Files of batches that could not be kept, with their bytes, for the careful path."""
     _open: dict[bytes, _Batch] = field(default_factory=dict)
     _headers: dict[bytes, list[str] | None] = field(default_factory=dict)
+    _pending: list[tuple[_Batch, Future[pa.Table | None]]] = field(default_factory=list)
 
     def add(self, index: int, source: RowFile, data: bytes) -> bool:
         """Take file ``index`` into a batch; ``False`` when it must be parsed alone."""
@@ -67,59 +74,91 @@ class CsvBatches:
             end -= 1
         if end <= newline + 1:
             return False  # no rows: alone, so a file of just a header is not a batch's problem
+        body = newline + 1
+        if data.find(b"\r", body, end) >= 0 and data.count(b"\r", body, end) != data.count(
+            b"\r\n", body, end
+        ):
+            return False  # a lone carriage return ends a record the newline count would not see
         key = data[start:newline].rstrip(b"\r")
         if key not in self._headers:
             self._headers[key] = self.header_of(key)
         header = self._headers[key]
         if header is None:
             return False
+        size = end - body + 1
         batch = self._open.get(key)
+        if batch is not None and batch.used + size > len(batch.buffer):
+            self._submit(self._open.pop(key))
+            batch = None
         if batch is None:
-            batch = self._open[key] = _Batch(header)
-        batch.buffer += memoryview(data)[newline + 1 : end]
-        batch.buffer += b"\n"
-        batch.ends.append(len(batch.buffer))
+            batch = self._open[key] = _Batch(header, bytearray(max(BATCH_BYTES, size)))
+        batch.buffer[batch.used : batch.used + size - 1] = memoryview(data)[body:end]
+        batch.buffer[batch.used + size - 1] = 10
+        batch.used += size
+        batch.lines.append(data.count(b"\n", body, end) + 1)
         batch.members.append((index, source, data))
-        batch.quoted = batch.quoted or data.find(b'"', newline + 1, end) >= 0
-        if len(batch.buffer) >= BATCH_BYTES:
-            self._parse(self._open.pop(key))
+        batch.quoted = batch.quoted or data.find(b'"', body, end) >= 0
         return True
 
     def finish(self) -> None:
-        """Parse the batches still open."""
+        """Parse the batches still open and collect every batch's result, in order."""
         for key in list(self._open):
-            self._parse(self._open.pop(key))
+            self._submit(self._open.pop(key))
+        self._collect(keep=0)
 
-    def _parse(self, batch: _Batch) -> None:
-        counts = _line_counts(batch.buffer, batch.ends)
-        table = None
-        if counts is not None:
-            try:
-                table, _ = read_string_csv(
-                    batch.buffer, batch.header, skip_rows=0, newlines_in_values=batch.quoted, ragged=False
-                )
-            except pa.ArrowInvalid:
-                table = None  # e.g. a ragged row or invalid UTF-8: the careful path says where
-        batch.buffer = bytearray()  # the joined copy is not needed any more
-        if table is None or counts is None or table.num_rows != int(counts.sum()):
-            self.rejected.extend(batch.members)
-            return
-        indices = np.array([index for index, _, _ in batch.members], dtype=np.int32)
-        file_ids, row_ids = file_row_ids(indices, counts)
-        self.tables.append(normalise(table, file_ids, row_ids))
-        for index, source, _ in batch.members:
-            self.parsed[index] = ParsedFile(source, None, plain=True)
+    def _collect(self, keep: int) -> None:
+        """Take in parsed batches, oldest first, until at most ``keep`` are still pending.
+
+        Waiting here bounds memory: a batch's bytes are held until it is taken in.
+        """
+        while len(self._pending) > keep:
+            batch, future = self._pending.pop(0)
+            table = future.result()
+            if table is None:
+                self.rejected.extend(batch.members)
+                continue
+            self.tables.append(table)
+            for index, source, _ in batch.members:
+                self.parsed[index] = ParsedFile(source, None, plain=True)
+            batch.members = []
+
+    def _submit(self, batch: _Batch) -> None:
+        args = (
+            batch.header,
+            memoryview(batch.buffer)[: batch.used],
+            batch.members,
+            batch.lines,
+            batch.quoted,
+        )
+        future: Future[pa.Table | None]
+        if self.executor is None:
+            future = Future()
+            future.set_result(_parse(*args))
+        else:
+            future = self.executor.submit(_parse, *args)
+        batch.buffer = bytearray()  # the parse holds the view it needs; nothing else does
+        self._pending.append((batch, future))
+        self._collect(keep=1)
 
 
-def _line_counts(buffer: bytearray, ends: list[int]) -> np.ndarray | None:
-    """Newlines of each member, or ``None`` when a lone carriage return would end a record the
-    newline count does not see (the reader treats ``\\r`` alone as a line break)."""
-    raw = np.frombuffer(buffer, dtype=np.uint8)
-    returns = np.flatnonzero(raw == 13)
-    # The buffer ends with a newline, so the byte after a carriage return always exists.
-    if len(returns) and not bool(np.all(raw[returns + 1] == 10)):
+def _parse(
+    header: list[str],
+    buffer: memoryview,
+    members: list[tuple[int, RowFile, bytes]],
+    lines: list[int],
+    quoted: bool,
+) -> pa.Table | None:
+    """The batch as one table with ``_file`` and ``_row``, or ``None`` when records are not lines."""
+    try:
+        # One thread: the other core is reading the next batch.
+        table, _ = read_string_csv(
+            buffer, header, skip_rows=0, newlines_in_values=quoted, ragged=False, threads=False
+        )
+    except pa.ArrowInvalid:
+        return None  # e.g. a ragged row or invalid UTF-8: the careful path says where
+    counts = np.asarray(lines, dtype=np.int64)
+    if table.num_rows != int(counts.sum()):
         return None
-    newlines = np.flatnonzero(raw == 10)
-    del raw
-    before = np.searchsorted(newlines, np.asarray(ends, dtype=np.int64))
-    return np.diff(before, prepend=0)
+    indices = np.array([index for index, _, _ in members], dtype=np.int32)
+    file_ids, row_ids = file_row_ids(indices, counts)
+    return normalise(table, file_ids, row_ids)

@@ -13,12 +13,10 @@ from builder.deps import Reuse, no_reuse
 from builder.errors import BuildAborted, Problem, Problems
 from builder.load import Site, load_site
 from builder.reconcile import Reconciliation, reconcile_rows
-from builder.render import RenderContext
-from builder.search import search_files
-from builder.toolkit import reader_files
 
 if TYPE_CHECKING:
     from builder.loadcache import LoadCache
+    from builder.render import RenderContext
 
 
 @dataclass
@@ -88,6 +86,10 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
     a producer here, not in :func:`build`, so incremental builds run it too; an expensive one can
     memoise its files across builds with ``reuse`` (see :class:`builder.deps.Reuse`).
     """
+    # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
+    from builder.search import search_files
+    from builder.toolkit import reader_files
+
     return [
         ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
         ("search", lambda files: search_files(site, ctx.markdown, files, reuse)),

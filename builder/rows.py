@@ -15,6 +15,7 @@ import json
 import math
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -349,14 +350,16 @@ def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[Pars
     ``source.data``; the others are not kept.
     """
     parsed: list[ParsedFile | None] = [None] * len(files)
-    batches = CsvBatches(_batch_header)
     alone: list[tuple[int, RowFile, bytes]] = []
-    for index, source in enumerate(files):
-        data = source.read()
-        if source.kind == "csv" and batches.add(index, source, data):
-            continue
-        alone.append((index, source, data))
-    batches.finish()
+    # One thread parses a batch while this one reads the files of the next.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batches = CsvBatches(_batch_header, pool)
+        for index, source in enumerate(files):
+            data = source.read()
+            if source.kind == "csv" and batches.add(index, source, data):
+                continue
+            alone.append((index, source, data))
+        batches.finish()
     for index, item in batches.parsed.items():
         parsed[index] = item
     pieces = list(batches.tables)
