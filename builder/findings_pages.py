@@ -8,6 +8,7 @@ deterministic: every timestamp is a date taken from the rows, never the clock.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import TYPE_CHECKING, Any
 
 from builder import deps
@@ -49,11 +50,65 @@ def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
     return data
 
 
+FULL_PER_GROUP = 2
+"""Findings of one group shown in full on a recipe page; the rest of the group as table rows."""
+RECIPES_PER_PAGE = 50
+"""Recipes per page of ``/findings/`` (pages ``/findings/page/<n>/`` after the first)."""
+FEED_ENTRIES = 50
+"""Newest findings in the Atom feed (feed readers keep what they have seen)."""
+
+
+def finding_row(finding: Finding, site: Site) -> dict[str, Any]:
+    """A finding as one row of a table: what it is and by how much, without the runs' details."""
+    earlier, later = finding.earlier, finding.later
+    change = later.value / earlier.value - 1.0
+    label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
+    explanation = finding.explanation
+    return {
+        "anchor": f"finding-{finding.id}",
+        "metric_label": label,
+        "unit": unit,
+        "setting_text": finding.setting_text(),
+        "earlier": {"value": earlier.value, "dates": [d.isoformat() for d in earlier.dates]},
+        "later": {"value": later.value, "dates": [d.isoformat() for d in later.dates]},
+        "change_pct": f"{change * 100:+.1f}%",
+        "direction": finding.direction,
+        "band_pct": f"±{finding.noise.relative * 100:.1f}%",
+        "explained_by": [d.field for d in explanation.explained_by],
+        "row_ids": sorted(finding.row_ids),
+    }
+
+
+def _departing_key(finding: Finding) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    return (not finding.is_open, tuple(sorted((r.date.isoformat(), r.node) for r in finding.departing.runs)))
+
+
+def finding_groups(findings: list[Finding], site: Site, full: int = FULL_PER_GROUP) -> list[dict[str, Any]]:
+    """A recipe's findings grouped by the runs that depart (open groups first): one planted slow run
+    shows up at every setting it covered, and reads as one story, not dozens of banners. Each
+    group: its first ``full`` findings as views, the others as table rows."""
+    groups: dict[tuple[bool, tuple[tuple[str, str], ...]], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(_departing_key(finding), []).append(finding)
+    out = []
+    for (annotated, departing), members in sorted(groups.items(), key=lambda kv: kv[0][0]):
+        out.append(
+            {
+                "is_open": not annotated,
+                "departing": [{"date": d, "node": n} for d, n in departing],
+                "full": [finding_view(f, site) for f in members[:full]],
+                "more": [finding_row(f, site) for f in members[full:]],
+            }
+        )
+    return out
+
+
 def recipe_findings(ctx: RenderContext, slug: str) -> tuple[list[dict[str, Any]], list[int]]:
-    """A recipe's findings (open first) and the row ids of the runs involved, for its page."""
-    findings = sorted(ctx.recon.findings_for(slug), key=lambda f: not f.is_open)
+    """A recipe's findings in groups (see :func:`finding_groups`) and the row ids of every run
+    involved, for its page."""
+    findings = ctx.recon.findings_for(slug)
     marked = sorted({row_id for f in findings for row_id in f.row_ids})
-    return [finding_view(f, ctx.site) for f in findings], marked
+    return finding_groups(findings, ctx.site), marked
 
 
 def _latest_row_date(site: Site) -> dt.date | None:
@@ -61,22 +116,53 @@ def _latest_row_date(site: Site) -> dt.date | None:
     return row[0] if row else None
 
 
-def render_findings(ctx: RenderContext) -> bytes:
-    views = [finding_view(f, ctx.site) for f in ctx.recon.findings]
+def _by_recipe(ctx: RenderContext, is_open: bool) -> list[tuple[str, list[Finding]]]:
+    by_recipe: dict[str, list[Finding]] = {}
+    for finding in ctx.recon.findings:
+        if finding.is_open == is_open:
+            by_recipe.setdefault(finding.recipe, []).append(finding)
+    return sorted(by_recipe.items())
+
+
+def _summaries(ctx: RenderContext, groups: list[tuple[str, list[Finding]]]) -> list[dict[str, Any]]:
+    """Per recipe: its first finding in full and how many more it has (its page shows them all)."""
+    return [
+        {"slug": slug, "first": finding_view(members[0], ctx.site), "more": len(members) - 1}
+        for slug, members in groups
+    ]
+
+
+def findings_page_count(ctx: RenderContext) -> int:
+    return max(1, -(-len(_by_recipe(ctx, True)) // RECIPES_PER_PAGE))
+
+
+def findings_page_path(number: int) -> str:
+    return "findings/index.html" if number == 1 else f"findings/page/{number}/index.html"
+
+
+def render_findings(ctx: RenderContext, number: int = 1) -> bytes:
+    """Page ``number`` of ``/findings/``: open findings by recipe, :data:`RECIPES_PER_PAGE` recipes
+    a page; the first page also lists the annotated ones."""
+    open_groups = _by_recipe(ctx, True)
+    annotated = _by_recipe(ctx, False) if number == 1 else []
+    pages = max(1, -(-len(open_groups) // RECIPES_PER_PAGE))
+    chunk = open_groups[(number - 1) * RECIPES_PER_PAGE : number * RECIPES_PER_PAGE]
     return ctx.page(
         "findings.html",
-        "findings/index.html",
-        open_findings=[v for v in views if v["is_open"]],
-        annotated_findings=[v for v in views if not v["is_open"]],
+        findings_page_path(number),
+        open_recipes=_summaries(ctx, chunk),
+        open_count=sum(len(m) for _, m in open_groups),
+        open_recipe_count=len(open_groups),
+        annotated_recipes=_summaries(ctx, annotated),
+        annotated_count=sum(1 for f in ctx.recon.findings if not f.is_open),
+        page_number=number,
+        page_links=[(n, findings_page_path(n).removesuffix("index.html")) for n in range(1, pages + 1)],
     )
 
 
 def render_findings_feed(ctx: RenderContext) -> bytes:
-    views = sorted(
-        (finding_view(f, ctx.site) for f in ctx.recon.findings),
-        key=lambda v: (v["updated"], v["id"]),
-        reverse=True,
-    )
+    newest = sorted(ctx.recon.findings, key=lambda f: (f.date, f.id), reverse=True)[:FEED_ENTRIES]
+    views = [finding_view(f, ctx.site) for f in newest]
     # The feed's own date comes from the data: its newest finding, else the newest row.
     updated = views[0]["updated"] if views else _latest_row_date(ctx.site)
     return ctx.page(
@@ -88,7 +174,10 @@ def render_findings_feed(ctx: RenderContext) -> bytes:
 
 
 def findings_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [
-        ("findings/index.html", deps.depends(lambda: render_findings(ctx), deps.RECIPES, deps.ROWS)),
+    jobs: list[PageJob] = [
         ("findings/feed.xml", deps.depends(lambda: render_findings_feed(ctx), deps.RECIPES, deps.ROWS)),
     ]
+    for number in range(1, findings_page_count(ctx) + 1):
+        render = functools.partial(render_findings, ctx, number)
+        jobs.append((findings_page_path(number), deps.depends(render, deps.RECIPES, deps.ROWS)))
+    return jobs

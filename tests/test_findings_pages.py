@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from builder import findings_pages
 from builder.config import load_config
+from builder.findings_pages import FULL_PER_GROUP
 from builder.pipeline import build, load_and_reconcile
 from builder.render import make_context, render_recipe
 from tests.conftest import REPO, MakeSite
-from tests.rowsite import history, run, site_files
+from tests.rowsite import history, rows_csv, run, site_files
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 ROWS = history(
@@ -143,3 +145,80 @@ def test_shipped_nvfp4_recipe_page_shows_the_banner() -> None:
     [ruled] = banner.select(".finding-explanation li")
     assert ruled.select_one("code").get_text() == "--max-model-len"
     assert len(page.select("table.rows tr.in-finding")) == 3
+
+
+def _slow_run_everywhere(concurrencies: int) -> list[dict[str, object]]:
+    """A stable history at every concurrency, then one run that is 30 % slower at all of them."""
+    rows: list[dict[str, object]] = []
+    for c in range(1, concurrencies + 1):
+        rows += history(
+            run("2026-01-01", 100.0, concurrency=c),
+            run("2026-02-01", 101.0, concurrency=c),
+            run("2026-03-01", 70.0, concurrency=c, node="node-b"),
+        )
+    return rows
+
+
+def test_findings_of_one_departing_run_are_grouped_on_the_recipe_page(
+    make_site: MakeSite, tmp_path: Path
+) -> None:
+    out = _build(make_site, tmp_path, _slow_run_everywhere(5))
+    page = _soup(out / "recipes/tiny/index.html")
+    section = page.select_one("section.findings")
+    banners = section.select(".banner.finding")
+    assert len(banners) == FULL_PER_GROUP  # the first findings of the group in full
+    [more] = section.select("details.finding-more")
+    summary = more.select_one("summary").get_text(" ", strip=True)
+    assert summary.startswith(f"{5 - FULL_PER_GROUP} more open findings where the same run departs")
+    assert "2026-03-01 on node-b" in summary
+    rows = more.select("table.findings-table tbody tr")
+    assert len(rows) == 5 - FULL_PER_GROUP
+    cells = [td.get_text(" ", strip=True) for td in rows[0].select("td")]
+    assert cells[1].startswith("100.5 ") and cells[2].startswith("70 ") and cells[3].startswith("-30.3%")
+    # Every finding keeps its anchor, and every run's rows stay marked.
+    anchors = {b["id"] for b in banners} | {tr["id"] for tr in rows}
+    assert len(anchors) == 5 and all(a.startswith("finding-tiny-decode_tok_s-") for a in anchors)
+    assert len(page.select("table.rows tr.in-finding")) == 15
+
+
+def test_findings_page_shows_each_recipe_once_and_pages_past_the_limit(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _build(make_site, tmp_path, _slow_run_everywhere(3))
+    page = _soup(out / "findings/index.html")
+    [item] = page.select("section[aria-labelledby=open-h] article.finding")
+    more = item.select_one(".finding-more a")
+    assert more.get_text(strip=True) == "2 more open findings on this recipe's page"
+    assert more["href"] == "../recipes/tiny/#findings-h"
+    assert "3 open in 1 recipe" in page.select_one("header.page-head p.muted").get_text(" ", strip=True)
+    assert page.select("nav.pager") == []
+    # With one recipe a page, a second recipe with findings goes to /findings/page/2/.
+    monkeypatch.setattr(findings_pages, "RECIPES_PER_PAGE", 1)
+    second = _slow_run_everywhere(1)
+    for row in second:
+        row["recipe"] = "tiny-two"
+    root = out.parent / "site-root"
+    recipe = (root / "content/recipes/tiny.md").read_text()
+    (root / "content/recipes/tiny-two.md").write_text(recipe)
+    (root / "data/rows/tiny/two.csv").write_text(rows_csv(second))
+    again = tmp_path / "again"
+    build(load_config(root, again))
+    first, other = _soup(again / "findings/index.html"), _soup(again / "findings/page/2/index.html")
+    assert [a.get_text() for a in first.select("article.finding h3 a")] == ["Tiny model on a test GPU"]
+    assert len(other.select("article.finding")) == 1
+    assert (
+        other.select_one("article.finding h3 a")["href"]
+        == "../../../recipes/tiny-two/#" + (other.select_one("article.finding")["id"])
+    )
+    pager = [(a.get_text(), a["href"]) for a in other.select("nav.pager a")]
+    assert pager == [("1", "../../../findings/")]
+    assert first.select_one("nav.pager [aria-current=page]").get_text() == "1"
+
+
+def test_feed_keeps_the_newest_findings_only(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(findings_pages, "FEED_ENTRIES", 2)
+    out = _build(make_site, tmp_path, _slow_run_everywhere(3))
+    entries = ET.fromstring((out / "findings/feed.xml").read_bytes()).findall(f"{ATOM}entry")
+    assert len(entries) == 2
