@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from builder.charts import ARMS, BUILDS, CONCURRENCY, HISTORY, PROMPT, Chart, Column, axis_title, make_chart
-from builder.comparisons import Build, Line, make_builds, side_by_side
+from builder.comparisons import Build, Comparison, Line, make_builds, side_by_side
 from builder.figures import (
     QUANTITY_LABELS,
     SERVE_PROPERTIES,
@@ -349,9 +349,18 @@ def _side_by_side_values(
 
 
 def side_by_side_charts(
-    kind: str, lines: list[Line], builds: list[Build], hardware_name: HardwareName | None = None
+    kind: str,
+    lines: list[Line],
+    builds: list[Build],
+    hardware_name: HardwareName | None = None,
+    *,
+    key: str = "",
+    where: str = "",
 ) -> list[Chart]:
-    """One chart per quantity measured by two builds or more at a shared setting."""
+    """One chart per quantity measured by two builds or more at a shared setting.
+
+    A page with a set of charts per hardware tells them apart by ``key`` (in ids) and ``where``
+    (the hardware's name, in titles)."""
     who = "arm" if kind == ARMS else "build"
     by_quantity: dict[str, list[Line]] = defaultdict(list)
     for line in lines:
@@ -381,8 +390,8 @@ def side_by_side_charts(
         charts.append(
             make_chart(
                 kind,
-                f"chart-{who}s-{quantity}",
-                f"{label} side by side",
+                f"chart-{who}s-{key}-{quantity}" if key else f"chart-{who}s-{quantity}",
+                f"{label} side by side" + (f" on {where}" if where else ""),
                 caption,
                 columns,
                 values,
@@ -392,8 +401,16 @@ def side_by_side_charts(
     return charts
 
 
-def comparison_charts(lines: list[Line], builds: list[Build], hardware_name: HardwareName) -> list[Chart]:
-    return side_by_side_charts(BUILDS, lines, builds, hardware_name)
+def comparison_charts(comp: Comparison, hardware_name: HardwareName) -> list[Chart]:
+    """The figures of each of a comparison page's tables as charts, a chart per quantity: a set per
+    hardware where the page has a table per hardware (their builds never share a setting)."""
+    charts = []
+    for table in comp.shared_tables:
+        where = hardware_name(table.hardware) if table.hardware else ""
+        charts += side_by_side_charts(
+            BUILDS, table.lines, table.builds, hardware_name, key=table.key, where=where
+        )
+    return charts
 
 
 def case_charts(

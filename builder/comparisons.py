@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.content import slugify
 from builder.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.figures import (
     QUANTITY_LABELS,
@@ -255,7 +256,12 @@ def headline_keys(recipes: Iterable[Recipe]) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def _slot_rank(slot: Slot, headlines: HeadlineKeys, settings: dict[int, tuple[Any, ...]]) -> tuple[Any, ...]:
+def _slot_rank(
+    slot: Slot,
+    headlines: HeadlineKeys,
+    shapes: set[tuple[int, int, int]],
+    settings: dict[int, tuple[Any, ...]],
+) -> tuple[Any, ...]:
     """Which slots a page shows first: a build's headline setting, then settings more builds share,
     then by concurrency (from a single stream up; :data:`AT_LOAD` quantities from the highest down),
     then the setting order."""
@@ -268,7 +274,7 @@ def _slot_rank(slot: Slot, headlines: HeadlineKeys, settings: dict[int, tuple[An
         load = -setting.concurrency if slot.quantity in AT_LOAD else setting.concurrency
         known = settings[id(setting)] = (shape, load, setting.sort_key())
     shape, load, order = known
-    at_headline = any(headlines.get(r) == shape for r in slot.recipes)
+    at_headline = shape in shapes and any(headlines.get(r) == shape for r in slot.recipes)
     return (not at_headline, -len(slot.recipes), load, order)
 
 
@@ -284,9 +290,9 @@ def shown(
     if len(slots_of_quantity) <= limit:
         return slots_of_quantity
     keys: dict[int, tuple[Any, ...]] = {}
-    ranked = sorted(
-        range(len(slots_of_quantity)), key=lambda i: _slot_rank(slots_of_quantity[i], headlines, keys)
-    )
+    shapes = set(headlines.values())
+    ranks = [_slot_rank(slot, headlines, shapes, keys) for slot in slots_of_quantity]
+    ranked = sorted(range(len(slots_of_quantity)), key=ranks.__getitem__)
     chosen: set[int] = set()
     covered: set[str] = set()
     for i in ranked:
@@ -372,8 +378,8 @@ def single_stream_figure(recipe: Recipe, grid: FigureGrid) -> tuple[Setting, Cel
     """The recipe's decode figure at concurrency 1: at its headline setting if measured there, else
     its best (matching rows first, then the latest, then the most trials)."""
     candidates = []
-    for setting, recipes in grid.measured("decode_tok_s"):
-        if setting is not None and setting.concurrency == 1 and recipe.slug in recipes:
+    for setting in grid.settings_of("decode_tok_s", recipe.slug):
+        if setting is not None and setting.concurrency == 1:
             cell = grid.cell("decode_tok_s", setting, recipe.slug)
             if cell is not None:
                 candidates.append((setting, cell))
@@ -449,6 +455,12 @@ class SharedTable:
     """The serve properties' table, on a page with a table per hardware."""
     builds: list[Build]
     lines: list[Line]
+    key: str = ""
+    """Tells the page's tables (and their charts) apart in ids: empty for a page with one table."""
+
+    @property
+    def id(self) -> str:
+        return f"compare-{self.key}" if self.key else "compare"
 
 
 @dataclass(frozen=True)
@@ -483,12 +495,19 @@ class Comparison:
             groups.setdefault(key, []).append(line)
         order = [*(hardware if split else ()), ""]
         tables = []
+        taken: set[str] = set()
         for key in order:
             lines = groups.get(key)
             if lines:
                 used = {slug for line in lines for slug in line.cells}
                 builds = [b for b in self.builds if b.slug in used]
-                tables.append(SharedTable(key or None, split and not key, builds, lines))
+                anchor = base = (slugify(key) if key else "serve") if split else ""
+                n = 1
+                while anchor in taken:  # two hardware ids can make one slug
+                    n += 1
+                    anchor = f"{base}-{n}"
+                taken.add(anchor)
+                tables.append(SharedTable(key or None, split and not key, builds, lines, anchor))
         return tables
 
     @property

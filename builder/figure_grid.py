@@ -108,6 +108,7 @@ class FigureGrid:
         self._py: dict[str, list[Any]] = {}
         self._cells: dict[tuple[str, Setting | None, str], Cell | None] = {}
         self._measured: dict[str, list[tuple[Setting | None, list[str]]]] = {}
+        self._by_recipe: dict[str, dict[str, list[Setting | None]]] = {}
         self._dates: dict[int, dt.date] = {}
         self._whys: dict[int, str] = {}
         # Per quantity: the sorted row positions, and per picked run its group key
@@ -150,9 +151,10 @@ class FigureGrid:
         # the latest (date, node), then row order, as pick_cell chooses.
         tie_keys = (row_id, -node, -date, r1, r0)
         for quantity in QUANTITIES:
-            present = np.flatnonzero(pc.is_valid(table.column(quantity)).to_numpy(zero_copy_only=False))
-            if not len(present):
-                continue
+            column = table.column(quantity)
+            if column.null_count == len(column):
+                continue  # most sites record a few of the quantities
+            present = np.flatnonzero(pc.is_valid(column).to_numpy(zero_copy_only=False))
             group = recipe_code if quantity in SERVE_PROPERTIES else per_setting
             order = present[np.lexsort((*(k[present] for k in tie_keys), group[present]))]
             g = group[order]
@@ -174,6 +176,16 @@ class FigureGrid:
         if measured is None:
             measured = self._measured[quantity] = self._list_measured(quantity)
         return list(measured)
+
+    def settings_of(self, quantity: str, recipe: str) -> list[Setting | None]:
+        """The settings where ``recipe`` measured ``quantity``, in code order."""
+        by_recipe = self._by_recipe.get(quantity)
+        if by_recipe is None:
+            by_recipe = self._by_recipe[quantity] = {}
+            for setting, recipes in self.measured(quantity):
+                for slug in recipes:
+                    by_recipe.setdefault(slug, []).append(setting)
+        return list(by_recipe.get(recipe, ()))
 
     def _list_measured(self, quantity: str) -> list[tuple[Setting | None, list[str]]]:
         picked = self._picked.get(quantity)

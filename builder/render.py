@@ -247,7 +247,7 @@ def render_comparison(ctx: RenderContext, model: str) -> bytes:
         comp=comp,
         recipes=ctx.site.recipes,
         hardware_name=ctx.site.hardware_name,
-        charts=comparison_charts(comp.shared, comp.builds, ctx.site.hardware_name),
+        charts=comparison_charts(comp, ctx.site.hardware_name),
         compare_rows=comparison_tables.shared_rows,
         alone_rows=comparison_tables.alone_rows,
     )

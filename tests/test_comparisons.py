@@ -382,3 +382,11 @@ def test_a_page_with_many_settings(many: Path, tmp_path: Path) -> None:
     assert note is not None and "at 80 matching settings; the tables show 24" in note.get_text(
         " ", strip=True
     )
+    # and a chart per hardware and figure, of that table's builds only
+    charts = {str(f["id"]): f.find("h3").get_text(strip=True) for f in soup.select("figure.chart")}  # type: ignore[union-attr]
+    assert charts == {
+        "chart-builds-test-gpu-decode_tok_s": "Decode side by side on test-gpu",
+        "chart-builds-test-gpu-aggregate_tok_s": "Aggregate side by side on test-gpu",
+        "chart-builds-test-gpu-2-decode_tok_s": "Decode side by side on test-gpu-2",
+        "chart-builds-test-gpu-2-aggregate_tok_s": "Aggregate side by side on test-gpu-2",
+    }
