@@ -24,6 +24,8 @@ The vocabulary:
     which recipes exist and the base model of each (comparison links and slugs);
 ``model:<base model id>``
     which recipes have that base model, with their front matter and rows (comparison pages);
+``model-files:<base model id>``
+    which recipes have that base model, with their files in full (the model's troubleshooting page);
 ``rows``
     every row file (totals, latest dates, downloads);
 ``case-studies`` / ``posts``
@@ -52,6 +54,10 @@ def recipe(slug: str) -> str:
 
 def model(model_id: str) -> str:
     return f"model:{model_id}"
+
+
+def model_files(model_id: str) -> str:
+    return f"model-files:{model_id}"
 
 
 def file(rel: str) -> str:

@@ -395,6 +395,13 @@ class DepIndex:
         if kind == "recipe" and arg:
             rel = f"content/recipes/{arg}.md"
             return _h(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
+        if kind == "model-files" and arg:
+            parts = []
+            for slug in sorted(self.site.recipes):
+                if self.site.recipes[slug].meta.model == arg:
+                    rel = f"content/recipes/{slug}.md"
+                    parts += [slug, self.inputs.digests.get(rel, b"-")]
+            return _h(dep, *parts)
         if kind == "model" and arg:
             # Front matter and rows of the model's recipes, not their bodies: a comparison page
             # shows no prose, and a body edit should not re-render it.

@@ -6,13 +6,16 @@ import json
 import shutil
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
 
+from builder import faq
 from builder.config import load_config
 from builder.content import FaqItem
 from builder.faq import INLINE_QUESTIONS, excerpt, faq_jsonld
+from builder.incremental import IncrementalBuilder
 from builder.pipeline import build
 from tests.conftest import SITES, MakeSite
 
@@ -188,3 +191,37 @@ def test_many_questions_split_into_one_page_per_base_model(make_site: MakeSite, 
     assert len(questions) == 1 + 2 + INLINE_QUESTIONS  # tiny's one, third's two and the many
     target = out / "troubleshooting/example-tiny" / questions[0]["href"].partition("#")[0] / "index.html"
     assert target.resolve().is_file()
+
+
+def test_a_body_edit_re_renders_only_its_models_troubleshooting_page(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    many = "\n".join(
+        f"### Synthetic question {n}?\n\nSynthetic answer {n}.\n" for n in range(INLINE_QUESTIONS)
+    )
+    root = make_site(
+        {
+            "content/recipes/second.md": textwrap.dedent(RECIPE)
+            .format(q="Second?")
+            .replace("model: example/tiny", "model: Example/Other Model"),
+            "content/recipes/third.md": textwrap.dedent(RECIPE)
+            .format(q="Third?")
+            .replace("## After the FAQ", many + "\n## After the FAQ"),
+        }
+    )
+    engine = IncrementalBuilder(load_config(root, tmp_path / "out"), workers=1)
+    assert engine.build(None).ok
+    second = root / "content/recipes/second.md"
+    second.write_text(second.read_text().replace("Second?", "Second, reworded?"))
+    rendered: list[str] = []
+    real = faq.render_model_troubleshooting
+
+    def spy(ctx: Any, model: str, slug: str) -> bytes:
+        rendered.append(model)
+        return real(ctx, model, slug)
+
+    monkeypatch.setattr(faq, "render_model_troubleshooting", spy)
+    report = engine.build({second})
+    assert report.ok
+    assert rendered == ["Example/Other Model"]
+    assert "troubleshooting/example-other-model/index.html" in report.written
