@@ -8,10 +8,10 @@ Runs and settings
     take part; neither does a setting with a single run.
 
 Where the work happens (:mod:`builder.run_groups`)
-    DuckDB groups the rows into runs per (recipe, setting, metric) and computes the run means and
-    within-run sums of squares; only groups with two runs or more whose widest gap between
-    neighbouring run means could exceed the narrowest band the noise model allows reach Python (an
-    exact pre-filter: no finding is lost by it).
+    :mod:`builder.candidates` sorts the rows into runs per (recipe, setting, metric) and computes
+    the run means and within-run sums of squares; only groups with two runs or more whose widest
+    gap between neighbouring run means could exceed the narrowest band the noise model allows
+    reach Python (an exact pre-filter: no finding is lost by it).
 
 Detection (:mod:`builder.noise` holds the noise model)
     Runs split into groups that agree within the band. With one group nothing is flagged. Otherwise
@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from builder.explain import Explanation, Parsed, explain, fmt_value
@@ -49,19 +50,19 @@ def _pct(value: float) -> str:
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a finding: the runs of a group, summarised."""
+    """One side of a finding: the runs of a group, summarised (each summary computed once)."""
 
     runs: tuple[Run, ...]
 
-    @property
+    @cached_property
     def value(self) -> float:
         return float(statistics.median(run.value for run in self.runs))
 
-    @property
+    @cached_property
     def first(self) -> dt.date:
         return min(run.date for run in self.runs)
 
-    @property
+    @cached_property
     def dates(self) -> list[dt.date]:
         return sorted({run.date for run in self.runs})
 
@@ -252,7 +253,7 @@ def find_non_reproduction(
 ) -> list[Finding]:
     """Every finding of the site, in a stable order (recipe, metric, setting, date).
 
-    ``exhaustive`` walks every group in Python, skipping DuckDB's pre-filter (for tests: the
+    ``exhaustive`` walks every group in Python, skipping the pre-filter (for tests: the
     results must be the same).
     """
     by_group = candidate_runs(site, combos, exhaustive=exhaustive)

@@ -143,9 +143,9 @@ class Run:
             return column[positions.start : positions.stop]
         return [column[i] for i in positions]
 
-    @property
+    @cached_property
     def value(self) -> float:
-        """The run's figure: the median of its trials."""
+        """The run's figure: the median of its trials (computed once: findings sort and print by it)."""
         return float(statistics.median(self.trials))
 
     @cached_property

@@ -1,4 +1,4 @@
-"""Rows grouped into runs per setting and metric, in DuckDB; only groups that could split reach Python.
+"""Rows grouped into runs per setting and metric; only groups that could split reach Python.
 
 A *run* is the rows of one recipe with the same date, node, engine_version, engine_build, flags and
 env (flags and env by their normalised form); a *group* is the runs of one recipe at one setting
@@ -7,12 +7,12 @@ take no part.
 
 For speed every grouping column becomes an integer first: strings are dictionary-encoded with Arrow
 kernels, flags and env map to the id of their normalised form (parsed once per distinct string),
-nodes to their hardware. One pass of conditional aggregates then summarises every metric of every
-run (count, mean and sum of squares of the log values); the run summaries, a few per setting, are
-unpivoted into groups. A group can only produce a finding when the widest gap between neighbouring
-run means exceeds the narrowest band :mod:`builder.noise` could use for it, so only those groups
-(and groups whose rows give different output_tokens) are fetched, as flat trial rows; the display
-columns of those rows are taken from the Arrow table by position.
+nodes to their hardware. :mod:`builder.candidates` then sorts the rows into runs and summarises
+every metric of every run (count, mean and sum of squares of the log values) in numpy. A group can
+only produce a finding when the widest gap between neighbouring run means exceeds the narrowest band
+:mod:`builder.noise` could use for it, so only those groups (and groups whose rows give different
+output_tokens) are fetched, as flat trial rows; the display columns of those rows are taken from
+the Arrow table by position.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from builder.candidates import candidate_trials
 from builder.flags import FlagSyntaxError, flag_map, format_value, parse_env
 from builder.models import METRICS
-from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K, Run, RunMeta, TrialDetails
+from builder.noise import Run, RunMeta, TrialDetails
 
 if TYPE_CHECKING:
     from builder.load import Site
@@ -37,50 +38,7 @@ if TYPE_CHECKING:
 GroupKey = tuple[str, str, str, int, int, int]
 """(recipe, metric, hardware, prompt_tokens, context_tokens, concurrency)."""
 
-_SETTING = "recipe, hardware, prompt_tokens, context_tokens, concurrency"
-_GROUP = f"{_SETTING}, metric"
 _RUN = "date, run_class"
-_LOGS = ", ".join(f"{m}, CASE WHEN {m} > 0 THEN ln({m}) END AS l_{m}" for m in METRICS)
-_RUN_STATS = ", ".join(
-    f"count(l_{m}) AS n_{m}, avg(l_{m}) AS mu_{m}, coalesce(var_pop(l_{m}) * count(l_{m}), 0) AS ss_{m}"
-    for m in METRICS
-)
-_METRIC_RUNS = " UNION ALL ".join(
-    f"SELECT {_SETTING}, {i} AS metric, n_{m} AS n, mu_{m} AS mu, ss_{m} AS ss, olo, ohi FROM runs WHERE n_{m} > 0"
-    for i, m in enumerate(METRICS)
-)
-_VALUE = "CASE c.metric " + " ".join(f"WHEN {i} THEN b.{m}" for i, m in enumerate(METRICS)) + " END"
-
-# Log values: bands are relative, and a zero cannot be compared on a ratio scale, so it takes no part.
-_SQL = f"""
-WITH base AS (
-    SELECT pos, {_SETTING}, output_tokens, {_RUN}, {_LOGS} FROM _f_rows WHERE prompt_tokens IS NOT NULL
-), runs AS MATERIALIZED (
-    SELECT {_SETTING}, {_RUN}, {_RUN_STATS}, min(output_tokens) AS olo, max(output_tokens) AS ohi
-    FROM base GROUP BY ALL
-), metric_runs AS (
-    {_METRIC_RUNS}
-), groups AS (
-    SELECT {_GROUP}, count(*) AS m, sum(n - 1) AS dof_w, sum(ss) AS ss_w, list_sort(list(mu)) AS mus,
-           coalesce(min(olo) < max(ohi), false) AS split_out
-    FROM metric_runs GROUP BY ALL HAVING count(*) >= 2
-), candidates AS (
-    -- The narrowest band the Python pass could use for this group: a group whose widest gap
-    -- between neighbouring run means stays within it cannot split. Groups whose rows give
-    -- different output_tokens may split by that rule and are always walked ($all walks every
-    -- group: the tests' reference path).
-    SELECT {_GROUP} FROM groups
-    WHERE $all OR split_out
-       OR list_max(list_transform(range(1, m), lambda i: mus[i + 1] - mus[i])) > 0.999999 * greatest(
-          $floor,
-          $k * sqrt(CASE WHEN dof_w > 0 THEN ($prior + ss_w) / ($nu0 + dof_w) ELSE $prior / ($nu0 + m - 1) END))
-)
-SELECT c.metric, b.recipe, b.hardware, b.prompt_tokens, b.context_tokens, b.concurrency,
-       b.date, b.run_class, b.pos, {_VALUE} AS value
-FROM _f_rows b JOIN candidates c USING ({_SETTING})
-WHERE {_VALUE} > 0
-ORDER BY {_GROUP}, {_RUN}, pos
-"""
 
 
 def _canon_flags(text: str) -> str:
@@ -130,7 +88,7 @@ def combinations(site: Site) -> Combinations:
 
 
 class _Codes:
-    """The slim all-integer table DuckDB groups, and what its codes stand for."""
+    """The slim all-integer table the runs are grouped from, and what its codes stand for."""
 
     def __init__(self, site: Site, combos: Combinations) -> None:
         rows = site.rows
@@ -196,18 +154,7 @@ def candidate_runs(
     if site.rows.num_rows == 0:
         return {}
     codes = _Codes(site, combos if combos is not None else combinations(site))
-    site.con.register("_f_rows", codes.table)
-    try:
-        params = {
-            "all": exhaustive,
-            "floor": FLOOR,
-            "k": K,
-            "prior": PRIOR_DOF * SIGMA0 * SIGMA0,
-            "nu0": PRIOR_DOF,
-        }
-        trials = site.con.sql(_SQL, params=params).to_arrow_table()
-    finally:
-        site.con.unregister("_f_rows")
+    trials = candidate_trials(codes.table, exhaustive=exhaustive)
     if trials.num_rows == 0:
         return {}
     return _runs(trials, codes, site)

@@ -1,0 +1,178 @@
+"""Which groups of runs could hold a finding: run statistics and the exact pre-filter, in numpy.
+
+Rows with a prompt length are sorted once by setting (recipe, hardware, prompt_tokens,
+context_tokens, concurrency), date, run class and position. A *run* is a stretch of equal setting,
+date and run class; per metric, its trials are the rows whose value is > 0 (on the log scale, a zero
+cannot be compared). Per run: count, mean and sum of squares of the log values, and the range of
+output_tokens; per group (setting, metric) of two runs or more: the widest gap between neighbouring
+run means and the narrowest band :mod:`builder.noise` could use. A group can only split when its
+widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for
+the groups that pass) or when its rows give different output_tokens.
+
+Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so a
+million rows in six hundred thousand runs cost little memory.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from builder.models import METRICS
+from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+
+SLACK = 0.999999
+"""A gap within this factor of the band still counts as a possible split (rounding)."""
+
+_SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
+_KEYS = (*_SETTING, "date", "run_class")
+_CODES = frozenset({"recipe", "hardware", "run_class"})
+TRIAL_COLUMNS = ("metric", *_SETTING, "date", "run_class", "pos", "value")
+_BIG = np.iinfo(np.int64).max
+_SMALL = np.iinfo(np.int64).min
+
+
+def _ranks(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
+    """Dense codes of a column without nulls that sort as its values do, and how many there are."""
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries().combine_chunks()
+    values = encoded.dictionary.to_numpy(zero_copy_only=False)
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[np.argsort(values, kind="stable")] = np.arange(len(values), dtype=np.int64)
+    return rank[encoded.indices.to_numpy(zero_copy_only=False)], len(values)
+
+
+def _sort_order(keys: list[tuple[np.ndarray, int]]) -> np.ndarray:
+    """Stable order of rows by the keys (most significant first): one packed integer when the
+    codes fit in 62 bits, else a lexicographic sort."""
+    if math.prod(max(size, 1) for _, size in keys) < 2**62:
+        packed = np.zeros(len(keys[0][0]), dtype=np.int64)
+        for codes, size in keys:
+            packed *= size
+            packed += codes
+        return np.argsort(packed, kind="stable")
+    return np.lexsort([codes for codes, _ in reversed(keys)])
+
+
+def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
+    """The trials of every group that could hold a finding (``exhaustive``: of every group of two
+    runs or more), as columns :data:`TRIAL_COLUMNS`, ordered by setting, metric, date, run class
+    and position.
+
+    ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
+    codes), ``pos``, ``output_tokens`` and one column per metric.
+    """
+    valid_prompt = table.column("prompt_tokens").is_valid().to_numpy(zero_copy_only=False)
+    empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
+    if not valid_prompt.any():
+        return empty
+    everything = bool(valid_prompt.all())
+    kept = None if everything else np.flatnonzero(valid_prompt)
+
+    def column(name: str) -> np.ndarray:
+        values = table.column(name).to_numpy(zero_copy_only=False)
+        return values if kept is None else values[kept]
+
+    keys = []
+    for name in _KEYS:
+        if name in _CODES:  # already dense codes, in the order the groups are walked
+            codes = column(name).astype(np.int64)
+            keys.append((codes, int(codes.max()) + 1))
+        else:
+            keys.append(
+                _ranks(table.column(name) if kept is None else table.column(name).take(pa.array(kept)))
+            )
+    order = _sort_order(keys)
+    # ``order`` indexes the kept rows; ``source`` the table.
+    source_of = order if kept is None else kept[order]
+    n = len(order)
+    # Where a setting, and where a run, begins in sorted order.
+    new_setting = np.zeros(n, dtype=bool)
+    new_setting[0] = True
+    for codes, _ in keys[: len(_SETTING)]:
+        ordered = codes[order]
+        new_setting[1:] |= ordered[1:] != ordered[:-1]
+    new_run = new_setting.copy()
+    for codes, _ in keys[len(_SETTING) :]:
+        ordered = codes[order]
+        new_run[1:] |= ordered[1:] != ordered[:-1]
+    del keys
+    setting_of_row = np.cumsum(new_setting) - 1
+    run_starts = np.flatnonzero(new_run)
+    run_sizes = np.diff(np.append(run_starts, n))
+    setting_of_run = setting_of_row[run_starts]
+    settings = int(setting_of_row[-1]) + 1
+
+    output_column = table.column("output_tokens")
+    output = pc.fill_null(output_column, _BIG).to_numpy(zero_copy_only=False)[source_of]
+    run_low = np.minimum.reduceat(output, run_starts)
+    output = pc.fill_null(output_column, _SMALL).to_numpy(zero_copy_only=False)[source_of]
+    run_high = np.maximum.reduceat(output, run_starts)
+    del output
+
+    picked: list[tuple[np.ndarray, int]] = []
+    for index, metric in enumerate(METRICS):
+        if table.column(metric).null_count == table.num_rows:
+            continue  # nobody measured it
+        values = table.column(metric).to_numpy(zero_copy_only=False)[source_of]
+        valid = values > 0  # NaN (not measured) is not
+        if not valid.any():
+            continue
+        logs = np.log(np.where(valid, values, 1.0))
+        count = np.add.reduceat(valid.astype(np.int64), run_starts)
+        total = np.add.reduceat(logs * valid, run_starts)
+        has = count > 0
+        mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
+        deviation = (logs - np.repeat(mean, run_sizes)) * valid
+        squares = np.add.reduceat(deviation * deviation, run_starts)
+        group = setting_of_run[has]
+        runs = np.bincount(group, minlength=settings)
+        dof = np.bincount(group, weights=count[has] - 1, minlength=settings)
+        spread = np.bincount(group, weights=squares[has], minlength=settings)
+        low = np.full(settings, _BIG, dtype=np.int64)
+        np.minimum.at(low, group, run_low[has])
+        high = np.full(settings, _SMALL, dtype=np.int64)
+        np.maximum.at(high, group, run_high[has])
+        # Widest gap between neighbouring run means, per group.
+        by_mean = np.lexsort((mean[has], group))
+        sorted_group = group[by_mean]
+        gaps = np.diff(mean[has][by_mean])
+        gaps[sorted_group[1:] != sorted_group[:-1]] = -np.inf
+        widest = np.full(settings, -np.inf)
+        np.maximum.at(widest, sorted_group[1:], gaps)
+        prior = PRIOR_DOF * SIGMA0 * SIGMA0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = np.where(dof > 0, (prior + spread) / (PRIOR_DOF + dof), prior / (PRIOR_DOF + runs - 1))
+        band = np.maximum(FLOOR, K * np.sqrt(variance))
+        candidate = (runs >= 2) & (exhaustive | (low < high) | (widest > SLACK * band))
+        if not candidate.any():
+            continue
+        positions = np.flatnonzero(valid & candidate[setting_of_row])
+        picked.append((positions, index))
+    if not picked:
+        return empty
+    positions = np.concatenate([p for p, _ in picked])
+    metric = np.concatenate([np.full(len(p), index, dtype=np.int32) for p, index in picked])
+    final = np.lexsort((positions, metric, setting_of_row[positions]))
+    positions, metric = positions[final], metric[final]
+    source = source_of[positions]
+    trials = table.select(["pos", *_SETTING, "date", "run_class"]).take(pa.array(source))
+    value = np.empty(len(source))
+    for index in np.unique(metric):
+        chosen = metric == index
+        picked_values = table.column(METRICS[int(index)]).take(pa.array(source[chosen]))
+        value[chosen] = picked_values.to_numpy(zero_copy_only=False)
+    return pa.table(
+        {
+            "metric": pa.array(metric),
+            **{name: trials.column(name) for name in _SETTING},
+            "date": trials.column("date"),
+            "run_class": trials.column("run_class"),
+            "pos": trials.column("pos"),
+            "value": pa.array(value),
+        }
+    )
