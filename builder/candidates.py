@@ -74,7 +74,7 @@ def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
     kept = None if everything else np.flatnonzero(valid_prompt)
 
     def column(name: str) -> np.ndarray:
-        values = table.column(name).to_numpy(zero_copy_only=False)
+        values: np.ndarray = table.column(name).to_numpy(zero_copy_only=False)
         return values if kept is None else values[kept]
 
     keys = []
@@ -115,10 +115,10 @@ def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
     del output
 
     picked: list[tuple[np.ndarray, int]] = []
-    for index, metric in enumerate(METRICS):
-        if table.column(metric).null_count == table.num_rows:
+    for index, name in enumerate(METRICS):
+        if table.column(name).null_count == table.num_rows:
             continue  # nobody measured it
-        values = table.column(metric).to_numpy(zero_copy_only=False)[source_of]
+        values = table.column(name).to_numpy(zero_copy_only=False)[source_of]
         valid = values > 0  # NaN (not measured) is not
         if not valid.any():
             continue
