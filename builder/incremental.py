@@ -902,6 +902,10 @@ class IncrementalBuilder:
                 records[path] = old
             else:
                 pending.append(index)
+        if self._quick_con is not None and (self.workers or _worker_count(len(pending))) > 1:
+            # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
+            self._quick_con.close()
+            self._quick_con = None
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         failed = [r for r in results if r.error is not None]
         if failed:

@@ -34,12 +34,14 @@ class PreviewBuilder:
     rebuilds only what depends on it; it reloads ``site.yaml`` on every build.
     """
 
-    def __init__(self, root: Path, out: Path | None = None, *, workers: int = 1) -> None:
+    def __init__(self, root: Path, out: Path | None = None, *, workers: int | None = 1) -> None:
         self.root = root.resolve()
         self.out = out if out is not None else serve_out_dir(self.root)
         self.workers = workers
-        """Render processes. One by default: forking a process that runs threads (HTTP, watcher)
-        can leave a child waiting forever on a lock another thread held at fork time."""
+        """Render processes (``None``: one per core for big rebuilds). One by default: forking a
+        process that runs threads (HTTP, watcher) can leave a child waiting forever on a lock
+        another thread held at fork time; ``serve`` runs this in a process of its own
+        (:mod:`builder.preview_process`), where forking is safe."""
         self.engine: IncrementalBuilder | None = None
         self._quick_done: dict[Path, bytes] = {}
         """Saved files answered quickly (by content), whose full rebuild is the next call."""

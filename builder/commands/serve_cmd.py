@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="render with N forked processes (default: 1; forking a server that runs threads risks a hung child)",
+        help="render with N processes (default: one per core for big rebuilds)",
     )
 
 
@@ -72,13 +72,15 @@ def run(args: argparse.Namespace) -> int:
     from builder.config import load_config
     from builder.devserver import LiveReloadServer
     from builder.errors import ConfigError
-    from builder.preview import PreviewBuilder, serve_out_dir
+    from builder.preview import serve_out_dir
+    from builder.preview_process import BuildProcess
     from builder.watch import PendingChanges, Watcher, WatchFilter
 
     config = load_config(args.root)  # a wrong --root is a usage mistake: fail now, not in the overlay
     out = serve_out_dir(config.root)
     pending = PendingChanges()
-    preview = PreviewBuilder(config.root, out, workers=args.jobs)
+    # Builds run in a process of their own, which may fork render workers (see preview_process).
+    preview = BuildProcess(config.root, out, workers=args.jobs)
     try:
         server = LiveReloadServer.create(
             args.host,
