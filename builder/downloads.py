@@ -26,16 +26,19 @@ import struct
 import tempfile
 from collections import defaultdict
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from builder import deps
+from builder.arrowjson import json_arrays, json_objects
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.feeds import NEWS_FEED
@@ -64,35 +67,90 @@ def recipe_api_path(slug: str) -> str:
     return f"api/recipes/{slug}.json"
 
 
-def export_rows(site: Site, recon: Reconciliation, recipes: Collection[str] | None = None) -> pa.Table:
-    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id order."""
-    where = "" if recipes is None else "WHERE list_contains($recipes, recipe)"
-    params = {} if recipes is None else {"recipes": sorted(recipes)}
-    table = site.con.sql(
-        f"SELECT {', '.join(ROW_COLUMNS)}, file_id, file_row FROM rows {where} ORDER BY row_id", params=params
-    ).to_arrow_table()
-    row_ids = table.column("row_id").to_pylist()
-    statuses = [recon.status(row_id) for row_id in row_ids]
-    files = site.row_files
-    sources = [
-        (files[f].source.rel, files[f].line_of(r))
-        for f, r in zip(
-            table.column("file_id").to_pylist(), table.column("file_row").to_pylist(), strict=True
-        )
-    ]
+def status_codes(recon: Reconciliation, row_ids: np.ndarray) -> tuple[list[RowStatus], np.ndarray]:
+    """The distinct statuses of ``row_ids`` and, per row, the index of its status in that list."""
+    kinds = list(recon.kinds)
+    if not recon.statuses:
+        return kinds, recon.kind_of_row[row_ids].astype(np.int32)
+    # Statuses set one by one (tests, hand-made reconciliations): looked up row by row.
+    index = {id(kind): number for number, kind in enumerate(kinds)}
+    codes = np.empty(len(row_ids), np.int32)
+    for position, row_id in enumerate(row_ids.tolist()):
+        status = recon.status(row_id)
+        if id(status) not in index:
+            index[id(status)] = len(kinds)
+            kinds.append(status)
+        codes[position] = index[id(status)]
+    return kinds, codes
+
+
+def _source_lines(site: Site, file_ids: np.ndarray, file_rows: np.ndarray) -> np.ndarray:
+    """Physical line of each row in its file; rows of one file are contiguous (row-id order)."""
+    lines = np.empty(len(file_ids), np.int32)
+    if len(file_ids) == 0:
+        return lines
+    starts = np.flatnonzero(np.diff(file_ids, prepend=-1))
+    ends = np.append(starts[1:], len(file_ids))
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        parsed = site.row_files[int(file_ids[start])]
+        rows = file_rows[start:end]
+        first, last = parsed.line_of(int(rows[0])), parsed.line_of(int(rows[-1]))
+        # Lines grow with rows, so equal spans mean one line per row: no need to ask each row.
+        if last - first == int(rows[-1]) - int(rows[0]):
+            lines[start:end] = rows - rows[0] + first
+        else:
+            lines[start:end] = [parsed.line_of(r) for r in rows.tolist()]
+    return lines
+
+
+class Export(NamedTuple):
+    """The export table (:func:`export_rows`) with the distinct statuses and each row's index into them."""
+
+    table: pa.Table
+    kinds: list[RowStatus]
+    codes: np.ndarray
+
+    def of(self, recipes: Collection[str]) -> Export:
+        """The rows of ``recipes`` only."""
+        keep = pc.is_in(self.table.column("recipe"), pa.array(sorted(recipes), pa.string()))
+        return Export(self.table.filter(keep), self.kinds, self.codes[np.asarray(keep)])
+
+
+def _export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | None) -> Export:
+    """:func:`export_rows` as an :class:`Export`."""
+    # The typed Arrow table DuckDB queries as ``rows``, read directly: no copy out of DuckDB.
+    table = site.rows.select([*ROW_COLUMNS, "file_id", "file_row"])
+    if recipes is not None:
+        table = table.filter(pc.is_in(table.column("recipe"), pa.array(sorted(recipes), pa.string())))
+    row_ids = table.column("row_id").to_numpy()
+    if len(row_ids) > 1 and not np.all(row_ids[1:] > row_ids[:-1]):
+        order = np.argsort(row_ids, kind="stable")
+        table, row_ids = table.take(pa.array(order)), row_ids[order]
+    # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
+    table = table.combine_chunks()
+    kinds, codes = status_codes(recon, row_ids)
+    file_ids = table.column("file_id").to_numpy()
+    files = pa.array([parsed.source.rel for parsed in site.row_files], pa.string())
+    lines = _source_lines(site, file_ids, table.column("file_row").to_numpy())
     table = table.drop_columns(["file_id", "file_row"])
+    take = pa.array(codes)
     extra = {
-        "status": pa.array([s.status for s in statuses], pa.string()),
+        "status": pa.array([s.status for s in kinds], pa.string()).take(take),
         "differences": pa.array(
-            ["; ".join(d.describe() for d in s.differences) or None for s in statuses], pa.string()
-        ),
-        "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in statuses], pa.string()),
-        "source_file": pa.array([rel for rel, _ in sources], pa.string()),
-        "source_line": pa.array([line for _, line in sources], pa.int32()),
+            ["; ".join(d.describe() for d in s.differences) or None for s in kinds], pa.string()
+        ).take(take),
+        "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()).take(take),
+        "source_file": files.take(pa.array(file_ids)),
+        "source_line": pa.array(lines, pa.int32()),
     }
     for name, column in extra.items():
         table = table.append_column(name, column)
-    return table
+    return Export(table, kinds, codes)
+
+
+def export_rows(site: Site, recon: Reconciliation, recipes: Collection[str] | None = None) -> pa.Table:
+    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id order."""
+    return _export_table(site, recon, recipes).table
 
 
 def recipes_table(site: Site) -> pa.Table:
@@ -233,72 +291,86 @@ def _status_json(status: RowStatus) -> dict[str, Any]:
     }
 
 
-def _rows_json(table: pa.Table, recon: Reconciliation) -> dict[str, list[dict[str, Any]]]:
-    """Rows per recipe as JSON-ready dicts (dates as ISO text), each with its status object."""
-    table = table.select([*ROW_COLUMNS, "source_file", "source_line"])
-    table = table.set_column(
-        table.schema.get_field_index("date"), "date", pc.cast(table.column("date"), pa.string())
+def _rows_json(export: Export) -> dict[str, bytes]:
+    """Each recipe's rows as one JSON array (dates as ISO text), each row with its status object.
+
+    The row id is a position in the whole build: any earlier file shifts it, so a recipe's document
+    would change with every other recipe's rows. Rows are named by source_file and source_line here
+    (the CSV, Parquet and DuckDB exports keep row_id).
+    """
+    table, kinds, codes = export
+    rows = table.select([*(c for c in ROW_COLUMNS if c != "row_id"), "source_file", "source_line"])
+    rows = rows.set_column(
+        rows.schema.get_field_index("date"), "date", pc.cast(rows.column("date"), pa.string())
     )
-    # Statuses are shared by every row of one metadata combination: one JSON object each.
-    shared: dict[int, dict[str, Any]] = {}
-    rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in table.to_pylist():
-        # The row id is a position in the whole build: any earlier file shifts it, so a recipe's
-        # document would change with every other recipe's rows. Rows are named by source_file and
-        # source_line here (the CSV, Parquet and DuckDB exports keep row_id).
-        status = recon.status(row.pop("row_id"))
-        key = id(status)
-        if key not in shared:
-            shared[key] = _status_json(status)
-        row["status"] = shared[key]
-        rows[row["recipe"]].append(row)
-    return rows
+    # Statuses are shared by every row of one metadata combination: each is written once.
+    statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
+    rows = rows.append_column("status", statuses.take(pa.array(codes)))
+    return json_arrays(json_objects(rows, raw={"status"}), table.column("recipe"))
+
+
+def recipe_document(
+    site: Site, recon: Reconciliation, slug: str, markdown: Markdown, cases: dict[str, list[tuple[Any, str]]]
+) -> dict[str, Any]:
+    """The JSON document of one recipe without its rows: metadata, FAQ, case studies, findings."""
+    base = site.config.settings.base_url
+    recipe = site.recipes[slug]
+    meta = recipe.meta
+    faq = markdown.render(recipe.doc.body, faq=True).faq
+    return {
+        "api_version": API_VERSION,
+        "slug": slug,
+        "url": f"{base}recipes/{slug}/",
+        "meta": meta.model_dump(mode="json"),
+        "hardware_name": site.hardware_name(meta.hardware),
+        "serve_command": serve_command(meta.checkpoint, meta.flags, meta.env, meta.engine),
+        "faq": [
+            {
+                "question": q.question,
+                "url": f"{base}recipes/{slug}/#{q.anchor}",
+                "answer_text": q.answer_text,
+            }
+            for q in faq
+        ],
+        "case_studies": [
+            {
+                "slug": c.slug,
+                "title": c.meta.title,
+                "role": role,
+                "verdict": c.meta.verdict,
+                "url": f"{base}case-studies/{c.slug}/",
+            }
+            for c, role in cases.get(slug, [])
+        ],
+        "findings": [f.as_json() for f in recon.findings_for(slug)],
+    }
 
 
 def recipe_documents(
     site: Site,
     recon: Reconciliation,
-    table: pa.Table,
     markdown: Markdown,
     only: Collection[str] | None = None,
-) -> dict[str, dict[str, Any]]:
-    """The JSON document of every recipe (in ``only``): metadata, FAQ, case studies, rows with status, findings."""
-    base = site.config.settings.base_url
-    rows = _rows_json(table, recon)
+    export: Export | None = None,
+) -> dict[str, bytes]:
+    """The JSON text of every recipe's document (in ``only``), ``rows`` (with status) last.
+
+    ``export`` is every row's export when the caller has it already. The rows are written from
+    Arrow (:mod:`builder.arrowjson`) and spliced in: the text is what ``_json`` gives for the whole
+    document, without a Python object per row.
+    """
+    slugs = sorted(site.recipes if only is None else only)
+    if export is None:
+        export = _export_table(site, recon, None if only is None else slugs)
+    elif only is not None and len(slugs) < len(site.recipes):
+        export = export.of(slugs)
+    rows = _rows_json(export)
     cases = case_studies_by_recipe(site)
-    docs: dict[str, dict[str, Any]] = {}
-    for slug in sorted(site.recipes if only is None else only):
-        recipe = site.recipes[slug]
-        meta = recipe.meta
-        faq = markdown.render(recipe.doc.body, faq=True).faq
-        docs[slug] = {
-            "api_version": API_VERSION,
-            "slug": slug,
-            "url": f"{base}recipes/{slug}/",
-            "meta": meta.model_dump(mode="json"),
-            "hardware_name": site.hardware_name(meta.hardware),
-            "serve_command": serve_command(meta.checkpoint, meta.flags, meta.env, meta.engine),
-            "faq": [
-                {
-                    "question": q.question,
-                    "url": f"{base}recipes/{slug}/#{q.anchor}",
-                    "answer_text": q.answer_text,
-                }
-                for q in faq
-            ],
-            "case_studies": [
-                {
-                    "slug": c.slug,
-                    "title": c.meta.title,
-                    "role": role,
-                    "verdict": c.meta.verdict,
-                    "url": f"{base}case-studies/{c.slug}/",
-                }
-                for c, role in cases.get(slug, [])
-            ],
-            "findings": [f.as_json() for f in recon.findings_for(slug)],
-            "rows": rows.get(slug, []),
-        }
+    docs: dict[str, bytes] = {}
+    for slug in slugs:
+        head = _json(recipe_document(site, recon, slug, markdown, cases))
+        # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key.
+        docs[slug] = b"".join((head[:-2], b',"rows":', rows.get(slug, b"[]"), b"}\n"))
     return docs
 
 
@@ -337,33 +409,41 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
-def _site_downloads(site: Site, recon: Reconciliation) -> Output:
-    table = export_rows(site, recon)
-    return {
-        ROWS_CSV: rows_csv(table),
-        ROWS_PARQUET: rows_parquet(table),
-        DUCKDB_FILE: duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}),
-        API_INDEX: _json(api_index(site, recon)),
-    }
-
-
 def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse: Reuse = no_reuse) -> Output:
     """Every download and API file, ``{output path: bytes}``.
 
     The site-wide files depend on every row and every recipe's front matter; a recipe's document
     on that recipe (file and rows) and the case studies. With ``reuse``, what did not change comes
     back from the previous build.
+
+    When the site-wide files are made, the CSV and Parquet files and the DuckDB database are written
+    on two threads (Arrow's writers and DuckDB release the GIL) while this one writes the recipes'
+    documents from the same export table.
     """
-    out: Output = dict(
-        reuse(reuse.key("downloads", deps.ROWS, deps.RECIPES), lambda: _site_downloads(site, recon))
-    )
     keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
+    per_recipe: dict[str, Output] = {}
+    export: list[Export] = []
 
     def documents(missing: set[str]) -> dict[str, Output]:
-        docs = recipe_documents(site, recon, export_rows(site, recon, missing), markdown, missing)
-        return {slug: {recipe_api_path(slug): _json(doc)} for slug, doc in docs.items()}
+        docs = recipe_documents(site, recon, markdown, missing, export[0] if export else None)
+        return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
 
-    per_recipe = reuse.many(keys, documents)
+    def site_wide() -> Output:
+        export.append(_export_table(site, recon, None))
+        table = export[0].table
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads") as pool:
+            database = pool.submit(
+                duckdb_file, {"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}
+            )
+            text = pool.submit(lambda: (rows_csv(table), rows_parquet(table)))
+            per_recipe.update(reuse.many(keys, documents))
+            index = _json(api_index(site, recon))
+            csv, parquet = text.result()
+            return {ROWS_CSV: csv, ROWS_PARQUET: parquet, DUCKDB_FILE: database.result(), API_INDEX: index}
+
+    out: Output = dict(reuse(reuse.key("downloads", deps.ROWS, deps.RECIPES), site_wide))
+    if not export:  # the site-wide files were reused: only documents are left to make
+        per_recipe.update(reuse.many(keys, documents))
     for slug in sorted(per_recipe):
         out.update(per_recipe[slug])
     return out

@@ -16,12 +16,10 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import subprocess
-import sys
-import tempfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from builder import deps
@@ -31,6 +29,7 @@ from builder.errors import SearchIndexError
 from builder.faq import faq_entries
 from builder.jsonscript import dumps_for_script
 from builder.load import Site
+from builder.pagefind_service import IndexOptions, index_sets
 
 if TYPE_CHECKING:
     from builder.render import PageJob, RenderContext
@@ -145,77 +144,32 @@ def faq_record_html(record: SearchRecord) -> str:
     )
 
 
-def _pagefind(pages: Mapping[str, bytes], prefix: str = BUNDLE_DIR) -> dict[str, bytes]:
-    """Run Pagefind over ``pages`` (scratch path → HTML); return ``<prefix>/…`` files."""
-    return _pagefind_many({prefix: pages})[prefix]
-
-
-def _pagefind_command(source: Path, out_dir: Path) -> list[str]:
-    command = [sys.executable, "-m", "pagefind", "--site", str(source), "--output-path", str(out_dir)]
-    command += ["--root-selector", "main", "--force-language", LANGUAGE, "--silent"]
-    for selector in EXCLUDE_SELECTORS:
-        command += ["--exclude-selectors", selector]
-    return command
+INDEX_OPTIONS = IndexOptions(
+    root_selector="main", exclude_selectors=EXCLUDE_SELECTORS, force_language=LANGUAGE
+)
 
 
 def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, bytes]]:
-    """Index several page sets, two Pagefind processes at a time; ``{prefix: files}``.
+    """Index several page sets (bundle folder → {path: HTML}); ``{folder: {folder/file: bytes}}``.
 
-    The Pagefind command line, run to its normal exit: the Python service API answers "written"
-    and then terminates the binary, which under load can cut files short (an empty
-    ``pagefind-entry.json`` was seen). A process that exits has finished writing.
+    Pagefind runs in service mode (:mod:`builder.pagefind_service`): two processes share the sets,
+    and the files come back in memory. Each bundle is checked to hold every page.
     """
-    with tempfile.TemporaryDirectory(prefix="llm-recipes-pagefind-") as scratch:
-        jobs = []
-        for number, (prefix, pages) in enumerate(sorted(shards.items())):
-            source = Path(scratch) / f"site-{number}"
-            for path, data in pages.items():
-                target = source / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            jobs.append((prefix, source, Path(scratch) / f"out-{number}", len(pages)))
-        running: list[tuple[subprocess.Popen[bytes], str]] = []
-        failures: list[str] = []
-
-        def reap(proc: subprocess.Popen[bytes], prefix: str) -> None:
-            _, err = proc.communicate()
-            if proc.returncode != 0:
-                failures.append(
-                    f"{prefix}: exit {proc.returncode}: {err.decode(errors='replace').strip()[:300]}"
-                )
-
-        for prefix, source, out_dir, _count in jobs:
-            if len(running) >= 2:
-                reap(*running.pop(0))
-            try:
-                proc = subprocess.Popen(
-                    _pagefind_command(source, out_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-                )
-            except OSError as exc:
-                raise SearchIndexError(f"cannot run Pagefind: {exc.strerror}") from None
-            running.append((proc, prefix))
-        for proc, prefix in running:
-            reap(proc, prefix)
-        if failures:
-            raise SearchIndexError("Pagefind could not build the search index: " + "; ".join(failures))
-        result: dict[str, dict[str, bytes]] = {}
-        for prefix, _source, out_dir, expected in jobs:
-            files: dict[str, bytes] = {}
-            for written in sorted(out_dir.rglob("*")):
-                rel = written.relative_to(out_dir).as_posix()
-                if written.is_file() and _keep(rel):
-                    files[f"{prefix}/{rel}"] = written.read_bytes()
-            if f"{prefix}/pagefind.js" not in files:
-                raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
-            try:
-                entry = json.loads(files[f"{prefix}/pagefind-entry.json"])
-                indexed = sum(language["page_count"] for language in entry["languages"].values())
-            except (KeyError, ValueError, TypeError):
-                raise SearchIndexError(f"Pagefind wrote an unreadable {prefix}/pagefind-entry.json") from None
-            if indexed != expected:
-                raise SearchIndexError(f"Pagefind indexed {indexed} of {expected} pages")
-            result[prefix] = files
-        return result
+    bundles = index_sets(shards, INDEX_OPTIONS)
+    result: dict[str, dict[str, bytes]] = {}
+    for prefix in sorted(shards):
+        files = {f"{prefix}/{rel}": data for rel, data in sorted(bundles[prefix].items()) if _keep(rel)}
+        if f"{prefix}/pagefind.js" not in files:
+            raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
+        try:
+            entry = json.loads(files[f"{prefix}/pagefind-entry.json"])
+            indexed = sum(language["page_count"] for language in entry["languages"].values())
+        except (KeyError, ValueError, TypeError):
+            raise SearchIndexError(f"Pagefind wrote an unreadable {prefix}/pagefind-entry.json") from None
+        if indexed != len(shards[prefix]):
+            raise SearchIndexError(f"Pagefind indexed {indexed} of {len(shards[prefix])} pages")
+        result[prefix] = files
+    return result
 
 
 SHARD_RECORDS = 256
@@ -256,25 +210,49 @@ def search_files(
     """
     del rendered  # the records come from content; kept for callers that pass the pages
     records = page_records(site, markdown)
-    shards: dict[str, dict[str, bytes]] = {}
+    shards: dict[str, list[SearchRecord]] = {}
     for record, prefix in zip(records, shard_prefixes(records), strict=True):
-        # Named by the URL it stands for, so a record keeps its name when others come and go.
-        name = f"records/{hashlib.sha256(record.url.encode()).hexdigest()[:20]}.html"
-        shards.setdefault(prefix, {})[name] = faq_record_html(record).encode()
-    keys: dict[str, bytes | None] = {}
-    for prefix, pages in shards.items():
-        digest = hashlib.sha256(prefix.encode())
-        for name in sorted(pages):
-            digest.update(name.encode() + b"\0" + hashlib.sha256(pages[name]).digest())
-        keys[prefix] = b"pagefind\0" + digest.digest()
-    bundles = reuse.many(keys, lambda missing: _pagefind_many({p: shards[p] for p in missing}))
-    files: dict[str, bytes] = {}
+        shards.setdefault(prefix, []).append(record)
+    # Keyed by the records, not their stand-in pages: those are only made for shards to index (the
+    # builder's code, hence how stand-ins are made, is part of every key).
+    keys: dict[str, bytes | None] = {
+        prefix: f"pagefind\0{prefix}\0{records_digest(shard)}".encode() for prefix, shard in shards.items()
+    }
+    bundles: dict[str, dict[str, bytes]] = {}
+    indexed: list[bool] = []
+
+    def index_shards() -> None:
+        indexed.append(True)
+        bundles.update(
+            reuse.many(keys, lambda missing: _pagefind_many({p: stand_ins(shards[p]) for p in missing}))
+        )
+
+    path = fallback_path(records)
+
+    def fallback() -> dict[str, bytes]:
+        # The records changed, so some shard is indexed again: Pagefind runs (in its own processes)
+        # while this thread writes the fallback.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="search") as pool:
+            job = pool.submit(index_shards)
+            script = fallback_script(records)
+            job.result()
+        return {path: script}
+
+    files = dict(reuse(b"fallback\0" + records_digest(records).encode(), fallback))
+    if not indexed:
+        index_shards()
     for prefix in sorted(bundles):
         files.update(bundles[prefix])
-    path = fallback_path(records)
-    key = b"fallback\0" + records_digest(records).encode()
-    files.update(reuse(key, lambda: {path: fallback_script(records)}))
     return files
+
+
+def stand_ins(records: list[SearchRecord]) -> dict[str, bytes]:
+    """The stand-in page of each record, named by the URL it stands for (a record keeps its name
+    when others come and go)."""
+    return {
+        f"records/{hashlib.sha256(r.url.encode()).hexdigest()[:20]}.html": faq_record_html(r).encode()
+        for r in records
+    }
 
 
 def render_search_page(ctx: RenderContext) -> bytes:
