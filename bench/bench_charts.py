@@ -3,11 +3,11 @@
     python bench/bench_charts.py [--charts 3000] [--repeat 7]
 
 The chart step is what a build does per chart: pick the rows a chart shows (statuses, latest run per
-setting), build its data values and fill the kind's spec template (one ``json.dumps`` plus escaping).
-Timed over enough synthetic recipes to make ``--charts`` recipe charts (prompt curve, throughput
-curve, two histories each) and, separately, as many side-by-side charts (comparison pages). Also
-timed for comparison: the template fill alone, rendering the chart partial (figure, inert spec and
-data table), and Altair building a chart from scratch per page (the cost the templates avoid).
+setting) and build its data values. Timed over enough synthetic recipes to make ``--charts`` recipe
+charts (prompt curve, throughput curve, two histories each) and, separately, as many side-by-side
+charts (comparison pages). Also timed for comparison: each page's chart data block (its spec
+templates and values as one escaped JSON text), rendering the chart partial (figure and data table
+or link), and Altair building a chart from scratch per page (the cost the templates avoid).
 Target: <= 1 ms per chart. Medians of ``--repeat`` runs; the templates are built once, before timing,
 as a build does once per process.
 """
@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from builder.chart_data import recipe_charts, side_by_side_charts  # noqa: E402
-from builder.charts import BUILDS, KINDS, PER_QUANTITY, Chart, _define, spec_template  # noqa: E402
+from builder.charts import BUILDS, KINDS, PER_QUANTITY, Chart, _define, page_data, spec_template  # noqa: E402
 from builder.comparisons import Build, Line  # noqa: E402
 from builder.config import default_templates_dir  # noqa: E402
 from builder.figures import Cell, Setting  # noqa: E402
@@ -151,7 +151,7 @@ def main() -> int:
     def recipe_step() -> list[Chart]:
         charts: list[Chart] = []
         for slug in rows:
-            charts += recipe_charts(rows[slug], recon, NODE_HW, [])
+            charts += recipe_charts(rows[slug], recon.status, NODE_HW, [])
         return charts
 
     recipe_s, recipe_cpu, charts = median_times(recipe_step, args.repeat)
@@ -168,15 +168,8 @@ def main() -> int:
     compare_s, compare_cpu, compared = median_times(compare_step, args.repeat)
     assert len(compared) == args.charts
 
-    fill_s, _ = median_time(
-        lambda: [
-            spec_template(c.kind, c.id.removeprefix("chart-history-") if c.kind == "history" else "").fill(
-                c.values
-            )
-            for c in charts
-        ],
-        args.repeat,
-    )
+    per_page = [charts[i : i + CHARTS_PER_RECIPE] for i in range(0, len(charts), CHARTS_PER_RECIPE)]
+    fill_s, blocks = median_time(lambda: [page_data(page) for page in per_page], args.repeat)
 
     env = make_environment(default_templates_dir())
     partial = env.get_template("partials/chart.html")
@@ -194,7 +187,7 @@ def main() -> int:
     )
 
     ms = 1000.0
-    spec_bytes = statistics.median(len(c.spec_json) for c in charts)
+    spec_bytes = statistics.median(len(block) for block in blocks) / CHARTS_PER_RECIPE
     load = os.getloadavg()
     print(
         f"SYNTHETIC data: {n_recipes} recipes x {len(DATES) * len(PROMPTS) * len(CONCURRENCY) * TRIALS} rows; "
@@ -204,13 +197,13 @@ def main() -> int:
     print(f"templates built once (Altair, incl. import): {templates_s:.2f} s")
     print(
         f"recipe chart step:        {len(charts)} charts: wall {recipe_s / len(charts) * ms:.3f} ms/chart, "
-        f"CPU {recipe_cpu / len(charts) * ms:.3f} ms/chart (median spec {spec_bytes / 1024:.1f} KiB)"
+        f"CPU {recipe_cpu / len(charts) * ms:.3f} ms/chart (page data {spec_bytes / 1024:.1f} KiB per chart)"
     )
     print(
         f"side-by-side chart step:  {len(compared)} charts: wall {compare_s / len(compared) * ms:.3f} ms/chart, "
         f"CPU {compare_cpu / len(compared) * ms:.3f} ms/chart"
     )
-    print(f"  of which template fill (wall): {fill_s / len(charts) * ms:.3f} ms/chart")
+    print(f"  page data blocks (specs + values, JSON, wall): {fill_s / len(charts) * ms:.3f} ms/chart")
     print(
         f"chart partial render (figure + data table, jinja): wall {render_s / len(sample) * ms:.3f} ms/chart, "
         f"CPU {render_cpu / len(sample) * ms:.3f} ms/chart"

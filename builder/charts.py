@@ -2,12 +2,14 @@
 
 Altair costs tens of milliseconds per chart; thousands of charts would take minutes. So each kind is
 built with Altair once per process and turned into a spec *template*: the Vega-Lite JSON text split
-around its dataset. A page's chart is the template's two halves around the page's data values —
-string concatenation plus one ``json.dumps``. Contributors' strings only ever travel as data values;
-no Vega expression is built from them (filters are field predicates on constants of ours).
+around its dataset. A page embeds each template it uses once and each chart's values once, in one
+JSON block (:func:`page_data`: string concatenation plus one ``json.dumps``); the page's script puts
+a chart's values into its spec. Contributors' strings only ever travel as data values; no Vega
+expression is built from them (filters are field predicates on constants of ours).
 
-Every chart also carries its data as columns for an HTML table, so a reader without JavaScript (or
-with a screen reader) gets the same figures.
+A reader without JavaScript (or with a screen reader) gets the same figures: a chart carries its
+values as a data table, or, when the page already lists the rows it plots (a recipe's history
+charts and its results table), a link to them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from builder.figures import QUANTITY_LABELS, STATUS_LABELS
 from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED
@@ -64,7 +69,7 @@ def escape_json(text: str) -> str:
     return text
 
 
-def dump_values(values: list[dict[str, Any]]) -> str:
+def dump_values(values: Any) -> str:
     return escape_json(json.dumps(values, ensure_ascii=False, separators=(",", ":"), allow_nan=False))
 
 
@@ -78,6 +83,11 @@ class SpecTemplate:
     def fill(self, values: list[dict[str, Any]]) -> str:
         return f'{self.prefix}{{"values":{dump_values(values)}}}{self.suffix}'
 
+    @functools.cached_property
+    def bare(self) -> str:
+        """The spec as Altair wrote it, reading the named dataset the page's script fills."""
+        return f'{self.prefix}{{"name":{json.dumps(DATA_NAME)}}}{self.suffix}'
+
 
 @dataclass(frozen=True)
 class Column:
@@ -90,7 +100,12 @@ class Column:
 
 @dataclass(frozen=True)
 class Chart:
-    """One chart on one page: what the template shows, the data table and the embedded spec."""
+    """One chart on one page: what the template shows and the data the page's script draws.
+
+    The values are held as ``fields`` and one list per value (``rows``, in field order): the page
+    embeds them that way (one JSON block per page, :func:`page_data`), and the data table reads the
+    columns it shows by position.
+    """
 
     id: str
     """DOM id, fixed by the page's content (never a counter), so output is deterministic."""
@@ -98,28 +113,22 @@ class Chart:
     title: str
     caption: str
     columns: tuple[Column, ...]
-    values: list[dict[str, Any]]
-    spec_json: str
-    """Vega-Lite spec, already escaped for a ``<script type="application/json">`` element."""
+    fields: tuple[str, ...]
+    rows: list[list[Any]]
+    quantity: str = ""
+    rows_link: str = ""
+    """Where the page lists the rows this chart plots, when it does: then the figure links there
+    instead of repeating them in a data table of its own."""
 
-    def table_rows(self) -> list[list[tuple[str, bool]]]:
-        """The data table's cells as (text, numeric), formatted like the site's other figures."""
-        from builder.render import fmt_number  # the ``num`` filter; render imports this module
+    @property
+    def spec_key(self) -> str:
+        """Which spec template draws it: the kind, and the quantity for per-quantity kinds."""
+        return f"{self.kind}/{self.quantity}" if self.quantity else self.kind
 
-        out = []
-        for v in self.values:
-            cells = []
-            for col in self.columns:
-                cell = v.get(col.key)
-                if cell is None or cell == "":
-                    text = "—" if col.numeric else ""
-                elif col.numeric and isinstance(cell, int | float):
-                    text = fmt_number(cell)
-                else:
-                    text = str(cell)
-                cells.append((text, col.numeric))
-            out.append(cells)
-        return out
+    @property
+    def values(self) -> list[dict[str, Any]]:
+        """The values as the spec sees them: one object per row, absent (``None``) fields left out."""
+        return [{k: v for k, v in zip(self.fields, row, strict=True) if v is not None} for row in self.rows]
 
 
 def make_chart(
@@ -131,8 +140,59 @@ def make_chart(
     values: list[dict[str, Any]],
     *,
     quantity: str = "",
+    rows_link: str = "",
 ) -> Chart:
-    return Chart(chart_id, kind, title, caption, columns, values, spec_template(kind, quantity).fill(values))
+    """A chart from its values as objects (fields in order of first appearance)."""
+    fields: dict[str, None] = {}
+    for value in values:
+        fields.update(dict.fromkeys(value))
+    keys = tuple(fields)
+    rows = [[value.get(k) for k in keys] for value in values]
+    return chart_from_rows(
+        kind, chart_id, title, caption, columns, keys, rows, quantity=quantity, rows_link=rows_link
+    )
+
+
+def chart_from_rows(
+    kind: str,
+    chart_id: str,
+    title: str,
+    caption: str,
+    columns: tuple[Column, ...],
+    fields: tuple[str, ...],
+    rows: list[list[Any]],
+    *,
+    quantity: str = "",
+    rows_link: str = "",
+) -> Chart:
+    """A chart from its values as rows in ``fields`` order (``None`` where a value has no such field)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown chart kind {kind!r}")
+    if (kind in PER_QUANTITY) != bool(quantity):
+        raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
+    return Chart(chart_id, kind, title, caption, columns, fields, rows, quantity, rows_link)
+
+
+def page_data(charts: Iterable[Chart]) -> str:
+    """The page's one chart data block, JSON escaped for ``<script type="application/json">``.
+
+    ``{"specs": {key: Vega-Lite spec}, "charts": {chart id: {"spec": key, "fields": [...], "rows":
+    [[...], ...]}}}``: each spec template once (constant per kind, see :func:`spec_template`), each
+    chart's values once. ``static/charts.js`` turns a chart's rows back into objects and sets them as
+    the spec's ``data.values``; nothing in the block is ever evaluated.
+    """
+    specs: dict[str, str] = {}
+    data: dict[str, dict[str, Any]] = {}
+    for chart in charts:
+        key = chart.spec_key
+        if key not in specs:
+            specs[key] = spec_template(chart.kind, chart.quantity).bare
+        data[chart.id] = {"spec": key, "fields": chart.fields, "rows": chart.rows}
+    # The templates are escaped already (see _build_spec_template); the keys are ours. orjson: a
+    # fifth of json.dumps's time on a recipe page's values, and as deterministic (no NaN or
+    # infinity reaches a chart: row values are validated finite).
+    spec_text = ",".join(f"{escape_json(json.dumps(key))}:{text}" for key, text in specs.items())
+    return f'{{"specs":{{{spec_text}}},"charts":{escape_json(orjson.dumps(data).decode())}}}'
 
 
 def axis_title(quantity: str) -> str:

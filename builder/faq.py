@@ -63,12 +63,15 @@ class FaqEntry:
         return f"recipes/{self.recipe.slug}/#{self.item.anchor}"
 
 
-def faq_entries(site: Site, markdown: Markdown) -> list[FaqEntry]:
-    """Every question of every recipe, recipes in slug order, questions in page order."""
+def faq_entries(site: Site, markdown: Markdown, model: str | None = None) -> list[FaqEntry]:
+    """Every question of every recipe (of base model ``model`` only, when given), recipes in slug
+    order, questions in page order."""
     entries: list[FaqEntry] = []
     for slug in sorted(site.recipes):
         recipe = site.recipes[slug]
-        # The markdown cache makes this free when the recipe page was (or will be) rendered.
+        if model is not None and recipe.meta.model != model:
+            continue
+        # The markdown cache makes this free once the body was rendered (its page renders the same).
         body = markdown.render(recipe.doc.body, faq=True)
         entries.extend(FaqEntry(recipe, item) for item in body.faq)
     return entries
@@ -113,7 +116,7 @@ def render_troubleshooting(ctx: RenderContext) -> bytes:
 
 
 def render_model_troubleshooting(ctx: RenderContext, model: str, slug: str) -> bytes:
-    entries = [e for e in faq_entries(ctx.site, ctx.markdown) if e.recipe.meta.model == model]
+    entries = faq_entries(ctx.site, ctx.markdown, model)
     return ctx.page(
         "troubleshooting.html",
         f"troubleshooting/{slug}/index.html",

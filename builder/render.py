@@ -18,10 +18,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import jinja2
+from markupsafe import Markup
 
 from builder import comparison_tables, deps
 from builder.chart_data import case_charts, comparison_charts, recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
+from builder.charts import page_data
 from builder.comparisons import comparison, comparison_slugs, node_hardware
 from builder.content import Markdown
 from builder.downloads import api_page_jobs
@@ -48,9 +50,20 @@ from builder.views import (
 Output = dict[str, bytes]
 
 
-@functools.lru_cache(maxsize=1 << 16, typed=True)  # tables repeat the same figures many times
 def fmt_number(value: float | int | None) -> str:
     """Show a number exactly as recorded (shortest round-trip form), with thousands separators."""
+    # Most figures are below 1,000: no separator to add, so their shortest round-trip text is the
+    # answer (a recipe page formats ~700 numbers, most of them seen once).
+    if type(value) is float:
+        if 0.0 <= value < 1000.0:
+            return str(int(value)) if value.is_integer() else repr(value)
+    elif type(value) is int and 0 <= value < 1000:
+        return str(value)
+    return _fmt_number(value)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # tables repeat the same figures many times
+def _fmt_number(value: float | int | None) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
@@ -88,6 +101,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     # Table bodies built in Python: the per-cell cost of a template loop dominated rendering.
     env.globals["row_table_rows"] = row_table_rows
     env.globals["chart_rows"] = chart_rows
+    env.globals["chart_data"] = lambda charts: Markup(page_data(charts))  # escaped for <script>
     env.globals["faq_jsonld"] = faq_jsonld
     return env
 
@@ -197,6 +211,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     body = ctx.markdown.render(recipe.doc.body, faq=True)
     statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
     findings, marked_rows = recipe_findings(ctx, slug)
+    charts = recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug))
     return ctx.page(
         "recipe.html",
         f"recipes/{slug}/index.html",
@@ -215,7 +230,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         cases=ctx.cases_by_recipe.get(slug, []),
         hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
         nodes=ctx.site.nodes,
-        charts=recipe_charts(rows, ctx.recon, ctx.node_hw, ctx.recon.findings_for(slug)),
+        charts=charts,
         comparison_url=_comparison_url(ctx, recipe.meta.model),
     )
 

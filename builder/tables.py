@@ -31,22 +31,27 @@ def _esc(text: str) -> str:
 
 
 def chart_rows(chart: Any) -> Markup:
-    """``<tr>`` per value of a chart's data table (the cells of :meth:`Chart.table_rows`)."""
+    """``<tr>`` per value of a chart's data table: its columns, read from the chart's rows by position."""
     from builder.render import fmt_number
 
-    columns = [(col.key, col.numeric) for col in chart.columns]
+    index = {key: i for i, key in enumerate(chart.fields)}
+    columns = [(index.get(col.key), col.numeric) for col in chart.columns]
     out = []
-    for value in chart.values:
+    for row in chart.rows:
         cells = []
-        for key, numeric in columns:
-            cell = value.get(key)
-            if cell is None or cell == "":
-                text = "—" if numeric else ""
-            elif numeric and isinstance(cell, int | float):
-                text = fmt_number(cell)
+        for i, numeric in columns:
+            cell = None if i is None else row[i]
+            if numeric:
+                if cell is None or cell == "":
+                    cells.append('<td class="n">—</td>')
+                elif isinstance(cell, int | float):
+                    cells.append(f'<td class="n">{fmt_number(cell)}</td>')
+                else:
+                    cells.append(f'<td class="n">{_esc(str(cell))}</td>')
+            elif cell is None:
+                cells.append("<td></td>")
             else:
-                text = _esc(str(cell))
-            cells.append(f'<td class="n">{text}</td>' if numeric else f"<td>{text}</td>")
+                cells.append(f"<td>{_esc(str(cell))}</td>")
         out.append(f"<tr>{''.join(cells)}</tr>\n")
     return Markup("".join(out))
 
@@ -80,6 +85,13 @@ def _notes_cell(r: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
+    engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
+    if r["engine_build"]:
+        engine += f"<br><code>{_esc(r['engine_build'])}</code>"
+    return engine
+
+
 def row_table_rows(
     rows: list[Mapping[str, Any]],
     statuses: Mapping[int, Any],
@@ -87,32 +99,50 @@ def row_table_rows(
     marked: Collection[int],
     default_engine: str,
 ) -> Markup:
-    """``<tr>`` per row of a recipe's results table, newest first as given."""
+    """``<tr>`` per row of a recipe's results table, newest first as given.
+
+    Cells that repeat from row to row (status, engine, notes: a run's rows share them) are built
+    once per distinct value.
+    """
     from builder.render import fmt_number as num
 
     marked = set(marked)
     out = []
     status_html: dict[int, str] = {}  # statuses are shared objects: render each once
+    engines: dict[tuple[Any, ...], str] = {}
+    notes: dict[tuple[Any, ...], str] = {}
+    texts: dict[str, str] = {}
+    dates: dict[Any, str] = {}
     for r in rows:
         row_id = r["row_id"]
         st = statuses[row_id]
         cell = status_html.get(id(st))
         if cell is None:
             cell = status_html[id(st)] = _status_cell(st)
-        date = r["date"].isoformat() if isinstance(r["date"], dt.date) else ""
-        engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
-        if r["engine_build"]:
-            engine += f"<br><code>{_esc(r['engine_build'])}</code>"
+        date = dates.get(r["date"])
+        if date is None:
+            date = dates[r["date"]] = r["date"].isoformat() if isinstance(r["date"], dt.date) else ""
+        engine_key = (r["engine"], r["engine_version"], r["engine_build"])
+        engine = engines.get(engine_key)
+        if engine is None:
+            engine = engines[engine_key] = _engine_cell(r, default_engine)
+        notes_key = (r["source"], r["harness"], r["contributor"], r["notes"])
+        note = notes.get(notes_key)
+        if note is None:
+            note = notes[notes_key] = _notes_cell(r)
+        node = texts.get(r["node"])
+        if node is None:
+            node = texts[r["node"]] = _esc(r["node"])
         prompt = (
             '<abbr title="not recorded by the source">n/r</abbr>'
             if r["prompt_tokens"] is None
             else num(r["prompt_tokens"])
         )
-        css = f"status-{_esc(st.status)}" + (" in-finding" if row_id in marked else "")
+        css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
         out.append(
             f'<tr class="{css}" id="{_esc(anchors[row_id])}">'
             f'<td><time datetime="{date}">{date}</time></td>'
-            f"<td>{_esc(r['node'])}</td>"
+            f"<td>{node}</td>"
             f"<td>{engine}</td>"
             f'<td class="n">{prompt}</td>'
             f'<td class="n">{num(r["context_tokens"])}</td>'
@@ -123,7 +153,7 @@ def row_table_rows(
             f'<td class="n">{num(r["ttft_ms"])}</td>'
             f'<td class="n">{num(r["itl_ms"])}</td>'
             f"<td>{cell}</td>"
-            f'<td class="notes">{_notes_cell(r)}</td>'
+            f'<td class="notes">{note}</td>'
             "</tr>\n"
         )
     return Markup("".join(out))

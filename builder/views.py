@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -103,7 +104,7 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
         rows = self._converted.get(slug)
         if rows is None:
             where = self._slices.get(slug)
-            rows = [] if where is None else self._table.slice(*where).to_pylist()
+            rows = [] if where is None else _to_dicts(self._table.slice(*where))
             self._converted[slug] = rows
         return rows
 
@@ -120,6 +121,27 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
 
     def __len__(self) -> int:
         return len(self._slices)
+
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _date_of(days: int) -> dt.date:
+    return dt.date.fromordinal(_EPOCH_ORDINAL + days)
+
+
+def _to_dicts(table: pa.Table) -> list[dict[str, Any]]:
+    """``table.to_pylist()``, faster: Arrow makes a ``date`` object per cell slowly (half the cost),
+    so dates come through their day numbers, each distinct day made once."""
+    columns = []
+    for column in table.columns:
+        if column.type == pa.date32():
+            columns.append([None if d is None else _date_of(d) for d in column.cast(pa.int32()).to_pylist()])
+        else:
+            columns.append(column.to_pylist())
+    names = table.column_names
+    return [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905 (same lengths)
 
 
 def rows_by_recipe(site: Site) -> RowsByRecipe:

@@ -5,6 +5,7 @@ Every figure in the synthetic sites here is made up for the test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -25,10 +26,12 @@ from builder.charts import (
     PER_QUANTITY,
     PROMPT,
     escape_json,
+    page_data,
     spec_template,
 )
 from builder.config import load_config
 from builder.pipeline import build
+from tests.chartpage import StubFinding, StubRun, chart_block, chart_specs
 from tests.conftest import REPO, MakeSite
 
 HOSTILE = 'a</script><script>alert(1)</script> "quoted" & <!-- \u2028\u2029 </SCRIPT >'
@@ -141,6 +144,33 @@ def test_escape_json_keeps_the_value_and_hides_markup() -> None:
     assert json.loads(text) == {"note": HOSTILE}
 
 
+def test_page_data_is_inert_json_with_each_value_intact() -> None:
+    from builder.charts import Column, make_chart
+
+    charts = [
+        make_chart(
+            HISTORY,
+            f"chart-history-{q}",
+            "t",
+            "c",
+            (Column("note", "Note"),),
+            SAMPLE_VALUES[HISTORY],
+            quantity=q,
+        )
+        for q in ("decode_tok_s", "ttft_ms")
+    ]
+    text = page_data(charts)
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    block = json.loads(text)
+    assert list(block["specs"]) == ["history/decode_tok_s", "history/ttft_ms"]
+    assert block["specs"]["history/ttft_ms"] == json.loads(spec_template(HISTORY, "ttft_ms").bare)
+    chart = block["charts"]["chart-history-ttft_ms"]
+    assert chart["spec"] == "history/ttft_ms"
+    assert [dict(zip(chart["fields"], row, strict=True)) for row in chart["rows"]] == SAMPLE_VALUES[HISTORY]
+    assert page_data(charts) == text  # deterministic
+
+
 def test_runtime_bundle_is_read_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom() -> str:
         raise AssertionError("bundled although the cache holds the bundle")
@@ -208,11 +238,8 @@ def _soup(path: Path) -> BeautifulSoup:
 
 
 def _specs(soup: BeautifulSoup) -> dict[str, Any]:
-    return {
-        str(s["id"]): json.loads(s.string or "")
-        for s in soup.find_all("script", attrs={"type": "application/json"})
-        if isinstance(s, Tag)
-    }
+    """Chart id → its spec with its values, as the page's script hands it to vega-embed."""
+    return chart_specs(soup)
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +277,7 @@ def test_recipe_page_has_each_chart_kind_with_its_data(hostile_build: Path) -> N
     )
     assert {"chart-prompt", "chart-concurrency", "chart-history-decode_tok_s"} <= set(ids)
     specs = _specs(soup)
-    prompt = specs["chart-prompt-spec"]["data"]["values"]
+    prompt = specs["chart-prompt"]["data"]["values"]
     # matching rows only, latest run per setting: 512 from 01-02, 2048 and 8192 from 01-09
     assert [(v["concurrency"], v["prompt"], v["decode"], v["date"]) for v in prompt] == [
         (1, 512, 50.5, "2026-01-02"),
@@ -258,11 +285,11 @@ def test_recipe_page_has_each_chart_kind_with_its_data(hostile_build: Path) -> N
         (1, 8192, 45.0, "2026-01-09"),
         (8, 2048, 30.0, "2026-01-09"),
     ]
-    history = specs["chart-history-decode_tok_s-spec"]["data"]["values"]
+    history = specs["chart-history-decode_tok_s"]["data"]["values"]
     off = [v for v in history if v["status"] == "differs from recipe"]
     assert [v["value"] for v in off] == [60.0]
     assert HOSTILE in off[0]["note"]  # the flag value travels as data, intact
-    throughput = specs["chart-concurrency-spec"]["data"]["values"]
+    throughput = specs["chart-concurrency"]["data"]["values"]
     assert {(v["measure"], v["concurrency"]) for v in throughput} >= {("Aggregate", 8), ("Per stream", 1)}
 
 
@@ -289,32 +316,75 @@ def test_markup_in_notes_and_flags_cannot_break_out(hostile_build: Path) -> None
     )
 
 
-def test_every_chart_has_its_data_table(hostile_build: Path) -> None:
+def test_every_chart_has_its_data_without_javascript(hostile_build: Path) -> None:
     soup = _soup(hostile_build / "recipes/tiny/index.html")
     specs = _specs(soup)
+    history = 0
     for figure in soup.select("figure.chart"):
-        values = specs[f"{figure['id']}-spec"]["data"]["values"]
+        values = specs[str(figure["id"])]["data"]["values"]
+        view = figure.select_one(".chart-view")
+        assert view is not None and view.has_attr("hidden")  # nothing blank without JavaScript
         table = figure.select_one("details.chart-data table.chart-table")
+        if str(figure["id"]).startswith("chart-history-"):
+            # a history plots the recipe's own rows: it links to the results table instead
+            history += 1
+            assert table is None
+            link = figure.select_one("p.chart-rows a")
+            assert link is not None and link["href"] == "#results-h"
+            assert soup.select_one("#results-h") is not None
+            continue
         assert table is not None, figure["id"]
         body = table.select("tbody tr")
         assert len(body) == len(values)
         headers = [th.get_text(strip=True) for th in table.select("thead th")]
         assert headers and all(headers)
-        view = figure.select_one(".chart-view")
-        assert view is not None and view.has_attr("hidden")  # nothing blank without JavaScript
+    assert history >= 1
     prompt = soup.select_one("#chart-prompt table")
     assert prompt is not None
     first = [td.get_text(strip=True) for td in prompt.select("tbody tr")[0].find_all("td")]
     assert first[:3] == ["1", "512", "50.5"]
 
 
-def test_history_table_names_the_off_recipe_reason(hostile_build: Path) -> None:
+def test_history_points_are_rows_of_the_results_table(hostile_build: Path) -> None:
+    """Every point of a history is a run whose rows the results table lists (one trial each here)."""
     soup = _soup(hostile_build / "recipes/tiny/index.html")
-    table = soup.select_one("#chart-history-decode_tok_s table")
-    assert table is not None
-    rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
-    off = [r for r in rows if r[4] == "differs from recipe"]
-    assert len(off) == 1 and "--served-model-name" in off[0][5] and HOSTILE in off[0][5]
+    status_class = {"matches recipe": "status-matches", "differs from recipe": "status-differs"}
+    listed = set()
+    for tr in soup.select("table.rows tbody tr"):
+        cells = [td.get_text(strip=True) for td in tr.find_all("td")]
+        css = [c for c in tr["class"] if c.startswith("status-")][0]
+        listed.add((cells[0], cells[1], cells[6], css))  # date, node, decode, status
+    points = [v for v in _specs(soup)["chart-history-decode_tok_s"]["data"]["values"] if v["layer"] == "row"]
+    assert len(points) == 6  # one per row: every run here has one trial
+    for v in points:
+        assert v["trials"] == 1
+        assert (v["date"], v["node"], f"{v['value']:g}", status_class[v["status"]]) in listed, v
+
+
+def test_off_recipe_reason_is_shown_as_text(hostile_build: Path) -> None:
+    soup = _soup(hostile_build / "recipes/tiny/index.html")
+    off = [
+        tr
+        for tr in soup.select("table.rows tbody tr.status-differs")
+        if tr.find("time", datetime="2026-01-16")
+    ]
+    assert len(off) == 1
+    diffs = off[0].select_one("ul.diffs")
+    assert diffs is not None and "--served-model-name" in diffs.get_text() and HOSTILE in diffs.get_text()
+    note = [
+        v
+        for v in _specs(soup)["chart-history-decode_tok_s"]["data"]["values"]
+        if v["status"] == "differs from recipe"
+    ]
+    assert len(note) == 1 and HOSTILE in note[0]["note"]
+
+
+def test_page_data_holds_each_spec_once(hostile_build: Path) -> None:
+    block = chart_block(_soup(hostile_build / "recipes/tiny/index.html"))
+    assert set(block["specs"]) == {chart["spec"] for chart in block["charts"].values()}
+    assert all(spec["data"] == {"name": DATA_NAME} for spec in block["specs"].values())
+    for chart in block["charts"].values():
+        assert all(len(row) == len(chart["fields"]) for row in chart["rows"])
 
 
 def test_output_is_deterministic(hostile_build: Path, tmp_path: Path) -> None:
@@ -378,9 +448,9 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_shipped_recipe_charts(shipped: Path) -> None:
     soup = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html")
     specs = _specs(soup)
-    prompt = specs["chart-prompt-spec"]["data"]["values"]
+    prompt = specs["chart-prompt"]["data"]["values"]
     assert [(v["prompt"], v["decode"]) for v in prompt] == [(512, 42.9), (2048, 42.6), (8192, 41.4)]
-    history = specs["chart-history-decode_tok_s-spec"]["data"]["values"]
+    history = specs["chart-history-decode_tok_s"]["data"]["values"]
     rows = [v for v in history if v["layer"] == "row"]
     assert {(v["date"], v["value"], v["status"]) for v in rows} >= {
         ("2026-07-06", 76.8, "differs from recipe"),
@@ -388,14 +458,14 @@ def test_shipped_recipe_charts(shipped: Path) -> None:
         ("2026-07-27", 42.5, "differs from recipe"),
     }
     mtp = _specs(_soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4-mtp3/index.html"))
-    values = mtp["chart-concurrency-spec"]["data"]["values"]
+    values = mtp["chart-concurrency"]["data"]["values"]
     assert sorted(v["value"] for v in values if v["measure"] == "Aggregate") == [290.0, 322.05]
 
 
 def test_shipped_case_study_arms_side_by_side(shipped: Path) -> None:
     soup = _soup(shipped / "case-studies/which-nvfp4-build-to-download/index.html")
     specs = _specs(soup)
-    decode = specs["chart-arms-decode_tok_s-spec"]["data"]["values"]
+    decode = specs["chart-arms-decode_tok_s"]["data"]["values"]
     assert [(v["arm"].split(" (")[0], v["value"]) for v in decode] == [
         ("NVIDIA NVFP4", 42.6),
         ("Unsloth NVFP4-Fast", 106.5),
@@ -403,16 +473,6 @@ def test_shipped_case_study_arms_side_by_side(shipped: Path) -> None:
     # a study with one linked arm has nothing to put side by side
     other = _soup(shipped / "case-studies/does-quantization-buy-speed/index.html")
     assert other.select("figure.chart") == [] and other.select("script[data-runtime]") == []
-
-
-class _Finding:
-    """Stands in for a finding: only ``as_json()`` is read (keys of the check --format json contract)."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def as_json(self) -> dict[str, Any]:
-        return self._data
 
 
 def test_history_points_are_runs_and_findings_are_ringed() -> None:
@@ -446,30 +506,19 @@ def test_history_points_are_runs_and_findings_are_ringed() -> None:
         row(4, "2026-01-02", 80.0, off),  # same day, off-recipe: its own point
         row(5, "2026-01-09", 40.0, on),
     ]
-    finding = _Finding(
+    finding = StubFinding(
+        "decode_tok_s",
         {
-            "metric": "decode_tok_s",
-            "setting": {
-                "hardware": "test-gpu",
-                "prompt_tokens": 2048,
-                "context_tokens": 0,
-                "concurrency": 1,
-                "output_tokens": None,
-            },
-            "runs": [
-                {
-                    "date": "2026-01-02",
-                    "node": "node-a",
-                    "engine_version": "1.0.0",
-                    "value": 51.0,
-                    "trials": [50.0, 52.0, 51.0],
-                }
-            ],
-            "annotation": None,
-            "summary": "decode_tok_s does not reproduce </script>",
-        }
+            "hardware": "test-gpu",
+            "prompt_tokens": 2048,
+            "context_tokens": 0,
+            "concurrency": 1,
+            "output_tokens": None,
+        },
+        [StubRun(dt.date(2026, 1, 2), "node-a", "1.0.0", 51.0)],
+        "decode_tok_s does not reproduce </script>",
     )
-    chart = history_chart("decode_tok_s", annotate(rows, recon, {"node-a": "test-gpu"}), [finding])
+    chart = history_chart("decode_tok_s", annotate(rows, recon.status, {"node-a": "test-gpu"}), [finding])
     assert chart is not None
     points = [(v["layer"], v["date"], v["value"], v.get("trials"), v["status"]) for v in chart.values]
     assert points == [
@@ -480,7 +529,18 @@ def test_history_points_are_runs_and_findings_are_ringed() -> None:
     ]
     assert chart.values[-1]["note"] == "decode_tok_s does not reproduce </script>"
     assert chart.values[-1]["setting"] == chart.values[0]["setting"] == "2,048-token prompt · concurrency 1"
-    assert "</script>" not in chart.spec_json
-    assert json.loads(chart.spec_json)["data"]["values"] == chart.values
+    data = page_data([chart])
+    assert "</script>" not in data
+    embedded = json.loads(data)["charts"][chart.id]
+    assert embedded["spec"] == "history/decode_tok_s"
+    assert [dict(zip(embedded["fields"], row, strict=True)) for row in embedded["rows"]] == [
+        dict(zip(chart.fields, row, strict=True)) for row in chart.rows
+    ]
+    # an annotated finding says why beside what
+    annotated = dataclasses.replace(
+        finding, annotation={"status": "acknowledged", "reason": "driver regression"}
+    )
+    ringed = history_chart("decode_tok_s", annotate(rows, recon.status, {"node-a": "test-gpu"}), [annotated])
+    assert ringed is not None and ringed.values[-1]["note"].endswith("(annotated: driver regression)")
     # one date and no finding: nothing to show over time
-    assert history_chart("decode_tok_s", annotate(rows[:4], recon, {"node-a": "test-gpu"}), []) is None
+    assert history_chart("decode_tok_s", annotate(rows[:4], recon.status, {"node-a": "test-gpu"}), []) is None

@@ -5,16 +5,16 @@ Every recipe and figure here is synthetic.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup
 
 from builder.comparisons import SHARED_SHOWN, comparison, comparison_slugs, model_slug, short_labels
 from builder.config import load_config
 from builder.pipeline import build, load_and_reconcile
 from builder.views import rows_by_recipe
+from tests.chartpage import chart_values
 from tests.conftest import REPO, MakeSite
 
 TINY = """\
@@ -244,12 +244,7 @@ def test_comparison_is_linked_and_charted(built: Path) -> None:
     index = _soup(built / "index.html")
     assert [a["href"] for a in index.select(".compare-link a")] == ["models/example-tiny/"]
     page = _soup(built / "models/example-tiny/index.html")
-    specs = {
-        str(s["id"]): json.loads(s.string or "")
-        for s in page.find_all("script", attrs={"type": "application/json"})
-        if isinstance(s, Tag)
-    }
-    decode = specs["chart-builds-decode_tok_s-spec"]["data"]["values"]
+    decode = chart_values(page)["chart-builds-decode_tok_s"]
     assert [(v["build"], v["value"]) for v in decode] == [("reference build", 40), ("fast build", 100)]
     assert page.select("script[data-runtime]")
 

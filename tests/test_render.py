@@ -155,6 +155,12 @@ def test_markdown_raw_html_and_javascript_links_are_inert(make_site: MakeSite, t
         (308955, "308,955"),
         (0.30000000000000004, "0.30000000000000004"),
         (None, "—"),
+        (999.5, "999.5"),
+        (1000.5, "1,000.5"),
+        (999, "999"),
+        (1000, "1,000"),
+        (1e-05, "1e-05"),
+        (12.0, "12"),
     ],
 )
 def test_numbers_are_shown_as_recorded(value: float | int | None, shown: str) -> None:

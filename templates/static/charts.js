@@ -1,13 +1,35 @@
 /* Chart loader. Pages with charts include this file (deferred); it loads the vega runtime, served by
    this site, the first time a chart comes near the viewport, then draws each chart as it scrolls into
-   view. The specs are inert JSON in <script type="application/json">; the data tables stay in the
-   page for readers without JavaScript and for screen readers. */
+   view. The page's chart data is one inert JSON block (<script type="application/json"
+   id="chart-data">): {"specs": {key: Vega-Lite spec}, "charts": {figure id: {"spec": key, "fields":
+   [...], "rows": [[...]]}}}. A chart's rows become objects (null fields left out) and its spec's
+   data.values; nothing from the data is evaluated. The data tables (or links to the rows) stay in
+   the page for readers without JavaScript and for screen readers. */
 (function () {
   "use strict";
   var loader = document.currentScript;
   var runtimeUrl = loader && loader.getAttribute("data-runtime");
   var figures = Array.prototype.slice.call(document.querySelectorAll("figure.chart"));
-  if (!runtimeUrl || !figures.length) return;
+  var holder = document.getElementById("chart-data");
+  if (!runtimeUrl || !figures.length || !holder) return;
+
+  var pageData = null;
+  function chartSpec(id) {
+    if (!pageData) pageData = JSON.parse(holder.textContent);
+    var chart = pageData.charts[id];
+    var spec = chart && pageData.specs[chart.spec];
+    if (!spec) return null;
+    var values = chart.rows.map(function (row) {
+      var value = {};
+      for (var i = 0; i < chart.fields.length; i++) {
+        if (row[i] !== null) value[chart.fields[i]] = row[i];
+      }
+      return value;
+    });
+    var copy = JSON.parse(JSON.stringify(spec)); // each chart its own spec: vega-embed may change it
+    copy.data = { values: values };
+    return copy;
+  }
 
   var runtime = null;
   function loadRuntime() {
@@ -33,9 +55,8 @@
 
   function draw(figure) {
     var view = figure.querySelector(".chart-view");
-    var holder = view && document.getElementById(view.getAttribute("data-chart-spec"));
-    if (!holder) return;
-    var spec = JSON.parse(holder.textContent);
+    var spec = view && chartSpec(view.getAttribute("data-chart"));
+    if (!spec) return;
     view.hidden = false;
     loadRuntime()
       .then(function (vegaEmbed) {
