@@ -44,6 +44,7 @@ from builder.inputs import PACKAGE_DIR, Inputs, Sources, rescan_paths, scan_inpu
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
+    from builder.pipeline import Loaded
     from builder.content import RenderedBody
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
@@ -855,7 +856,7 @@ class IncrementalBuilder:
             self._cache, self._markdown, self._cache_code = None, None, code
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
-        loaded = load_and_reconcile(config, cache=cache)
+        loaded = self._reuse_loaded(config, state, inputs) or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
         assert loaded.recon is not None
@@ -1002,6 +1003,27 @@ class IncrementalBuilder:
             cache_note=self._cache_note,
             seconds=seconds,
         )
+
+    def _reuse_loaded(self, config: SiteConfig, state: State | None, inputs: Inputs) -> Loaded | None:
+        """The last build's site and reconciliation when only templates changed since (a template
+        edit in the preview re-renders pages, it does not reload 100,000 rows)."""
+        old = self._context
+        if old is None or state is None or old.site.config.root != config.root:
+            return None
+        changed = inputs.changed(state.inputs)
+        if not changed or not all(key.startswith("templates/") for key in changed):
+            return None
+        import dataclasses
+
+        import duckdb
+
+        from builder.errors import Problems
+        from builder.pipeline import Loaded
+
+        con = duckdb.connect()
+        con.register("rows", old.site.rows)
+        site = dataclasses.replace(old.site, config=config, con=con)
+        return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
 
     # Persistence ------------------------------------------------------------------------------------
 

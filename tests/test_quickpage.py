@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
+from builder import pipeline
 from builder.config import load_config
 from builder.devserver import RebuildResult
 from builder.incremental import IncrementalBuilder
@@ -143,3 +144,28 @@ def test_after_a_no_op_start_up_the_site_is_loaded_next_for_quick_pages(root: Pa
     recipe.write_text(recipe.read_text() + "\nWarm edit.\n")
     quick = preview(frozenset({recipe}))
     assert quick.changed == {PAGE} and quick.followup == {recipe}
+
+
+def test_a_template_edit_reuses_the_loaded_site_and_matches_a_clean_build(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(REPO / "templates", root / "templates")
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    template = root / "templates/recipe.html"
+    template.write_text(template.read_text().replace("</article>", "<p>Template edit.</p></article>", 1))
+    loads: list[object] = []
+    real = pipeline.load_and_reconcile
+    monkeypatch.setattr(pipeline, "load_and_reconcile", lambda *a, **k: loads.append(a) or real(*a, **k))
+    result = preview(frozenset({template}))
+    assert result.ok and PAGE in (result.changed or ())
+    assert loads == []  # only a template changed: the last site and reconciliation were reused
+    clean = _clean(root, tmp_path)
+    for page in (PAGE, "index.html", "findings/index.html"):
+        assert (tmp_path / "serve" / page).read_bytes() == (clean / page).read_bytes(), page
+    # A content change after it loads again.
+    loads.clear()
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    recipe.write_text(recipe.read_text() + "\nMore.\n")
+    assert preview(preview(frozenset({recipe})).followup).ok
+    assert len(loads) == 1
