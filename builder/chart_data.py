@@ -435,11 +435,13 @@ def side_by_side_charts(
     *,
     key: str = "",
     where: str = "",
+    rows_link: str = "",
 ) -> list[Chart]:
     """One chart per quantity measured by two builds or more at a shared setting.
 
     A page with a set of charts per hardware tells them apart by ``key`` (in ids) and ``where``
-    (the hardware's name, in titles)."""
+    (the hardware's name, in titles). ``rows_link``: where the page lists the same figures (then
+    the charts link there instead of repeating them in data tables)."""
     who = "arm" if kind == ARMS else "build"
     by_quantity: dict[str, list[Line]] = defaultdict(list)
     for line in lines:
@@ -475,6 +477,7 @@ def side_by_side_charts(
                 columns,
                 values,
                 quantity=quantity,
+                rows_link=rows_link,
             )
         )
     return charts
@@ -482,12 +485,19 @@ def side_by_side_charts(
 
 def comparison_charts(comp: Comparison, hardware_name: HardwareName) -> list[Chart]:
     """The figures of each of a comparison page's tables as charts, a chart per quantity: a set per
-    hardware where the page has a table per hardware (their builds never share a setting)."""
+    hardware where the page has a table per hardware (their builds never share a setting). The
+    table is the charts' data for readers without JavaScript: they link to it, not repeat it."""
     charts = []
     for table in comp.shared_tables:
         where = hardware_name(table.hardware) if table.hardware else ""
         charts += side_by_side_charts(
-            BUILDS, table.lines, table.builds, hardware_name, key=table.key, where=where
+            BUILDS,
+            table.lines,
+            table.builds,
+            hardware_name,
+            key=table.key,
+            where=where,
+            rows_link=f"#{table.id}",
         )
     return charts
 

@@ -247,6 +247,9 @@ def test_comparison_is_linked_and_charted(built: Path) -> None:
     decode = chart_values(page)["chart-builds-decode_tok_s"]
     assert [(v["build"], v["value"]) for v in decode] == [("reference build", 40), ("fast build", 100)]
     assert page.select("script[data-runtime]")
+    # one table, the data of every chart
+    assert [t["id"] for t in page.select("table.compare")] == ["compare"]
+    assert {a["href"] for a in page.select("figure.chart .chart-rows a")} == {"#compare"}
 
 
 def test_short_labels() -> None:
@@ -385,3 +388,13 @@ def test_a_page_with_many_settings(many: Path, tmp_path: Path) -> None:
         "chart-builds-test-gpu-2-decode_tok_s": "Decode side by side on test-gpu-2",
         "chart-builds-test-gpu-2-aggregate_tok_s": "Aggregate side by side on test-gpu-2",
     }
+    # whose data, for readers without JavaScript, is that table: linked, not repeated
+    links = {str(f["id"]): f.select_one(".chart-rows a")["href"] for f in soup.select("figure.chart")}  # type: ignore[index]
+    assert links == {
+        "chart-builds-test-gpu-decode_tok_s": "#compare-test-gpu",
+        "chart-builds-test-gpu-aggregate_tok_s": "#compare-test-gpu",
+        "chart-builds-test-gpu-2-decode_tok_s": "#compare-test-gpu-2",
+        "chart-builds-test-gpu-2-aggregate_tok_s": "#compare-test-gpu-2",
+    }
+    assert [t["id"] for t in tables] == ["compare-test-gpu", "compare-test-gpu-2"]
+    assert soup.select("table.chart-table") == []
