@@ -59,10 +59,22 @@ def _is_flag(token: str) -> bool:
     return token.startswith("-") and not _NUMBER.fullmatch(token) and token != "-"
 
 
+# What shlex treats specially besides its whitespace (quotes, escapes), and the whitespace of
+# str.split() that shlex does not split on: a string with none of them splits the same either way.
+_NOT_PLAIN = re.compile(r"[\'\"\\\x0b\x0c\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+def _split(text: str) -> list[str]:
+    """``shlex.split(text, posix=True)``, with ``str.split`` for the plain strings most are."""
+    if not _NOT_PLAIN.search(text):
+        return text.split()
+    return shlex.split(text, comments=False, posix=True)
+
+
 def parse_flags(text: str) -> list[Flag]:
     """Split a flags string into flags; raise :class:`FlagSyntaxError` on what cannot be read."""
     try:
-        tokens = shlex.split(text, comments=False, posix=True)
+        tokens = _split(text)
     except ValueError as exc:
         raise FlagSyntaxError(f"cannot split flags: {exc}") from None
     flags: list[Flag] = []
@@ -115,7 +127,7 @@ def format_value(value: FlagValue | None) -> str:
 def parse_env(text: str) -> dict[str, str]:
     """``K=V K2='two words'`` → mapping; raise :class:`FlagSyntaxError` on a malformed item."""
     try:
-        items = shlex.split(text, posix=True)
+        items = _split(text)
     except ValueError as exc:
         raise FlagSyntaxError(f"cannot split env: {exc}") from None
     env: dict[str, str] = {}

@@ -62,19 +62,75 @@ def _walk(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            key = str(key_node.value)
-            line = key_node.start_mark.line + first
-            if key in seen:
-                doc.duplicates.append(
-                    YamlProblem(f"duplicate key '{key}' (first defined on line {seen[key]})", line)
-                )
-            seen[key] = line
-            doc.lines[(*loc, key)] = line
-            _walk(value_node, (*loc, key), doc, first)
+            _key_line(key_node, loc, doc, first, seen)
+            _walk(value_node, (*loc, str(key_node.value)), doc, first)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             doc.lines[(*loc, index)] = item.start_mark.line + first
             _walk(item, (*loc, index), doc, first)
+
+
+def _key_line(key_node: yaml.Node, loc: Loc, doc: YamlDoc, first: int, seen: dict[str, int]) -> None:
+    """Record a key's line, and a duplicate when the mapping already had that key."""
+    key = str(key_node.value)
+    line = key_node.start_mark.line + first
+    if key in seen:
+        doc.duplicates.append(YamlProblem(f"duplicate key '{key}' (first defined on line {seen[key]})", line))
+    seen[key] = line
+    doc.lines[(*loc, key)] = line
+
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+class _Unusual(Exception):
+    """The document needs PyYAML's full constructor (aliases, merge keys, explicit collection tags)."""
+
+
+def _build(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int, loader: Any, seen_nodes: set[int]) -> Any:
+    """Construct ``node`` and record its key lines in one walk, as :func:`_walk` plus PyYAML's
+    constructor would: plain maps, lists and strings are built here, any other scalar by the loader.
+    """
+    if id(node) in seen_nodes:
+        raise _Unusual  # an alias: PyYAML shares the constructed object
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.ScalarNode):
+        return node.value if node.tag == _STR else loader.construct_object(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        if node.tag != _MAP:
+            raise _Unusual
+        data: dict[Any, Any] = {}
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _PLAIN_KEY_TAGS:
+                raise _Unusual  # merge keys (<<), '=' keys, collections as keys: PyYAML's rules apply
+            _key_line(key_node, loc, doc, first, seen)
+            key = key_node.value if key_node.tag == _STR else loader.construct_object(key_node, deep=True)
+            data[key] = _build(value_node, (*loc, str(key_node.value)), doc, first, loader, seen_nodes)
+        return data
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag != _SEQ:
+            raise _Unusual
+        items = []
+        for index, item in enumerate(node.value):
+            doc.lines[(*loc, index)] = item.start_mark.line + first
+            items.append(_build(item, (*loc, index), doc, first, loader, seen_nodes))
+        return items
+    raise _Unusual
+
+
+_PLAIN_KEY_TAGS = frozenset(
+    {
+        _STR,
+        "tag:yaml.org,2002:int",
+        "tag:yaml.org,2002:float",
+        "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null",
+        "tag:yaml.org,2002:timestamp",
+    }
+)
 
 
 def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
@@ -96,10 +152,14 @@ def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
             raise YamlProblem(f"invalid YAML: {exc}", first_line) from None
         if node is None:
             return YamlDoc(None)
-        doc = YamlDoc(None)
-        _walk(node, (), doc, first_line)
         try:
-            doc.value = loader.construct_document(node)
+            try:
+                doc = YamlDoc(None)
+                doc.value = _build(node, (), doc, first_line, loader, set())
+            except _Unusual:
+                doc = YamlDoc(None)
+                _walk(node, (), doc, first_line)
+                doc.value = loader.construct_document(node)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + first_line if mark is not None else first_line

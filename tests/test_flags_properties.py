@@ -102,3 +102,25 @@ def test_any_env_text_parses_or_raises_a_flag_syntax_error(text: str) -> None:
         assert str(exc)
         return
     assert all(name and "=" not in name for name in env)
+
+
+@FAST
+@given(
+    st.text(
+        alphabet=st.one_of(st.sampled_from(" \t\r\n'\"\\-=a1\x0b\x1c\x85\xa0\u2003\u3000"), st.characters()),
+        max_size=40,
+    )
+)
+def test_fast_split_splits_as_shlex_does(text: str) -> None:
+    """Plain strings skip shlex (the load of a big site parses thousands); the words must not change."""
+    from builder.flags import _split
+
+    try:
+        expected: list[str] | str = shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        expected = "error"
+    try:
+        got: list[str] | str = _split(text)
+    except ValueError:
+        got = "error"
+    assert got == expected
