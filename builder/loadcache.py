@@ -116,6 +116,22 @@ def _context(
     )
 
 
+def _distinct_by_file(raw: pa.Table, column: str, files: int) -> list[tuple[str, ...]]:
+    """Per file (``_file``), the distinct non-empty values of ``column``, sorted."""
+    import pyarrow as pa
+
+    pairs = (
+        pa.table({"f": raw.column("_file"), "v": raw.column(column)})
+        .group_by(["f", "v"], use_threads=False)
+        .aggregate([])
+    )
+    out: list[list[str]] = [[] for _ in range(files)]
+    for file_index, value in zip(pairs.column("f").to_pylist(), pairs.column("v").to_pylist(), strict=True):
+        if value:
+            out[file_index].append(str(value))
+    return [tuple(sorted(values)) for values in out]
+
+
 def load_rows(
     files: list[RowFile],
     con: duckdb.DuckDBPyConnection,
@@ -127,7 +143,6 @@ def load_rows(
     """Parse and validate the files that changed, reuse the rest; return what a clean load returns."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from builder.ingest import validate_rows
     from builder.inputs import digest_bytes
@@ -167,20 +182,17 @@ def load_rows(
         problems.errors.extend(local.errors)
         problems.warnings.extend(local.warnings)
         file_ids = typed.column("file_id").to_numpy()
-        raw_file = raw.column("_file").to_numpy() if raw.num_rows else np.zeros(0, dtype=np.int32)
-        raw_recipe = raw.column("recipe")
-        raw_node = raw.column("node")
-        # Rows of one file are contiguous in both tables (files in order, rows in file order).
-        raw_starts = np.searchsorted(raw_file, np.arange(len(fresh) + 1))
+        recipes_of = _distinct_by_file(raw, "recipe", len(fresh))
+        nodes_of = _distinct_by_file(raw, "node", len(fresh))
+        # Rows of one file are contiguous (files in order, rows in file order).
         typed_starts = np.searchsorted(file_ids, np.arange(len(fresh) + 1))
+        whole = len(fresh) == len(files)  # nothing reused: the typed table is the result
         for local_index, index in enumerate(fresh):
             item = fresh_parsed[local_index]
-            a, b = int(raw_starts[local_index]), int(raw_starts[local_index + 1])
-            recipes = tuple(sorted(str(v) for v in pc.unique(raw_recipe.slice(a, b - a)).to_pylist() if v))
-            nodes = tuple(sorted(str(v) for v in pc.unique(raw_node.slice(a, b - a)).to_pylist() if v))
+            recipes, nodes = recipes_of[local_index], nodes_of[local_index]
             t0, t1 = int(typed_starts[local_index]), int(typed_starts[local_index + 1])
             parsed[index] = item
-            tables[index] = typed.slice(t0, t1 - t0)
+            tables[index] = None if whole else typed.slice(t0, t1 - t0)
             entries[item.source.rel] = RowEntry(
                 digest=digests[index],
                 kind=item.source.kind,
@@ -192,6 +204,10 @@ def load_rows(
                 errors=by_path.get(item.source.rel, []),
                 rows=t1 - t0,
             )
+        if whole:
+            cache.entries = {f.rel: entries[f.rel] for f in files}
+            cache.typed = typed.combine_chunks()
+            return [p for p in parsed if p is not None], cache.typed
 
     final_parsed: list[ParsedFile] = [p for p in parsed if p is not None]
     pieces = [t for t in tables if t is not None and t.num_rows]
