@@ -238,38 +238,47 @@ def _blank_cells(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.fill_null(pc.equal(column, ""), True)
 
 
-def _values_ok(con: duckdb.DuckDBPyConnection, raw: pa.Table, column: str) -> pa.ChunkedArray:
-    """Per row, whether the value checks of ``column`` pass: each distinct value checked once in SQL."""
-    # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
-    encoded = raw.column(column).dictionary_encode().unify_dictionaries()
-    if encoded.num_chunks == 0:
-        return pa.chunked_array([], pa.bool_())
-    values = encoded.chunk(0).dictionary
-    conditions = [f"({sql}) IS NULL" for col, sql in _value_checks() if col == column]
-    if column in REQUIRED_ROW_FIELDS:
-        conditions.append(f"NOT {_blank(column)}")
+def _values_ok(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
+    """Per row, whether the value checks of every :data:`_BY_VALUE` column pass: each distinct value
+    of each column is checked once, all columns in one SQL query."""
     refs = {
         "recipe": "recipe IN (SELECT slug FROM _recipes) AS recipe_ok",
         "node": "node IN (SELECT id FROM _nodes) AS node_ok",
     }
-    extra = f", {refs[column]}" if column in refs else ""
-    con.register(
-        "_values", pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))})
-    )
+    encoded: list[pa.ChunkedArray] = []
+    selects: list[str] = []
+    for number, column in enumerate(_BY_VALUE):
+        # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
+        codes = raw.column(column).dictionary_encode().unify_dictionaries()
+        encoded.append(codes)
+        values = codes.chunk(0).dictionary if codes.num_chunks else pa.array([], pa.string())
+        con.register(
+            f"_values{number}",
+            pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))}),
+        )
+        conditions = [f"({sql}) IS NULL" for col, sql in _value_checks() if col == column]
+        if column in REQUIRED_ROW_FIELDS:
+            conditions.append(f"NOT {_blank(column)}")
+        extra = f", {refs[column]}" if column in refs else ""
+        selects.append(
+            f"SELECT {number} AS c, _i FROM (SELECT *{extra} FROM _values{number}) WHERE {' AND '.join(conditions)}"
+        )
     try:
-        good = con.execute(
-            f"SELECT _i FROM (SELECT *{extra} FROM _values) WHERE {' AND '.join(conditions)}"
-        ).fetchnumpy()["_i"]
+        good = con.execute(" UNION ALL ".join(selects)).fetchnumpy()
     finally:
-        con.unregister("_values")
-    flags = np.zeros(len(values), dtype=bool)
-    flags[np.asarray(good, dtype=np.int64)] = True
-    by_value = pa.array(flags)
-    # A null cell (column absent from its file) is as good as an empty one.
-    null_ok = column not in REQUIRED_ROW_FIELDS
-    return pa.chunked_array(
-        [pc.fill_null(pc.take(by_value, chunk.indices), null_ok) for chunk in encoded.chunks], pa.bool_()
-    )
+        for number in range(len(_BY_VALUE)):
+            con.unregister(f"_values{number}")
+    ok = np.ones(raw.num_rows, dtype=bool)
+    for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
+        size = len(codes.chunk(0).dictionary) if codes.num_chunks else 0
+        flags = np.zeros(size, dtype=bool)
+        flags[np.asarray(good["_i"][good["c"] == number], dtype=np.int64)] = True
+        by_value = pa.array(flags)
+        # A null cell (column absent from its file) is as good as an empty one.
+        null_ok = column not in REQUIRED_ROW_FIELDS
+        for_rows = [pc.fill_null(pc.take(by_value, chunk.indices), null_ok) for chunk in codes.chunks]
+        ok &= pa.chunked_array(for_rows, pa.bool_()).to_numpy()
+    return ok
 
 
 def _number_ok(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -283,9 +292,7 @@ def _number_ok(column: pa.ChunkedArray) -> pa.ChunkedArray:
 def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
     """Rows every check passes, found without building a message: the SQL below then runs only on
     the others (none, usually). Only ever errs towards suspecting a valid row."""
-    ok = np.ones(raw.num_rows, dtype=bool)
-    for column in _BY_VALUE:
-        ok &= _values_ok(con, raw, column).to_numpy()
+    ok = _values_ok(con, raw)
     for column in FLOAT_ROW_FIELDS:
         ok &= _number_ok(raw.column(column)).to_numpy()
     any_metric = np.zeros(raw.num_rows, dtype=bool)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,9 +169,11 @@ def _load_pages(
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
         return pages
-    for path in sorted(directory.glob("*.md")):
-        rel = path.relative_to(root).as_posix()
-        slug = path.stem
+    names, others = _content_files(directory)
+    for name in names:
+        rel = f"content/{folder}/{name}"
+        path = directory / name
+        slug = os.path.splitext(name)[0]
         if known is not None:
             known.add(slug)
         if not SLUG_RE.match(slug):
@@ -189,10 +192,22 @@ def _load_pages(
             problems.errors.extend(entry.errors)
         if page is not None:
             pages[slug] = page
-    for path in sorted(directory.rglob("*")):
-        if path.is_file() and path.suffix != ".md":
-            problems.warn(path.relative_to(root).as_posix(), None, "ignored: content files end in .md")
+    for other in others:
+        problems.warn(f"content/{folder}/{other}", None, "ignored: content files end in .md")
     return pages
+
+
+def _content_files(directory: Path) -> tuple[list[str], list[str]]:
+    """Names of the ``*.md`` entries of ``directory``, and the relative paths of every other file
+    under it (which are ignored, with a warning), each sorted as paths sort."""
+    names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".md"))
+    others: list[list[str]] = []
+    for folder, _dirs, files in os.walk(directory):
+        prefix = os.path.relpath(folder, directory)
+        for name in files:
+            if os.path.splitext(name)[1] != ".md" and os.path.isfile(os.path.join(folder, name)):
+                others.append(name.split("/") if prefix == "." else [*prefix.split(os.sep), name])
+    return names, ["/".join(parts) for parts in sorted(others)]
 
 
 def _load_page(
