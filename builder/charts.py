@@ -192,7 +192,15 @@ def page_data(charts: Iterable[Chart]) -> str:
     # fifth of json.dumps's time on a recipe page's values, and as deterministic (no NaN or
     # infinity reaches a chart: row values are validated finite).
     spec_text = ",".join(f"{escape_json(json.dumps(key))}:{text}" for key, text in specs.items())
-    return f'{{"specs":{{{spec_text}}},"charts":{escape_json(orjson.dumps(data).decode())}}}'
+    return f'{{"specs":{{{spec_text}}},"charts":{escape_json(orjson.dumps(data, default=_plain).decode())}}}'
+
+
+def _plain(value: Any) -> Any:
+    """A numpy scalar as the Python number it holds (``json.dumps`` took float64; orjson wants this)."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def axis_title(quantity: str) -> str:

@@ -61,9 +61,11 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
     and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
     or its whole path under ``data/rows/`` when two of the recipe's files share a name.
     """
-    file_ids = site.rows.column("file_id").to_numpy()  # row_id is the position in the table
-    file_rows = site.rows.column("file_row").to_numpy()
-    located = [(r["row_id"], int(file_ids[r["row_id"]]), int(file_rows[r["row_id"]])) for r in rows]
+    row_ids = [r["row_id"] for r in rows]
+    # row_id is the position in the table: one gather per column, not a numpy scalar per row.
+    file_ids = site.rows.column("file_id").to_numpy()[row_ids].tolist()
+    file_rows = site.rows.column("file_row").to_numpy()[row_ids].tolist()
+    located = list(zip(row_ids, file_ids, file_rows, strict=True))
     names: dict[int, str] = {}
     for file_id in {f for _, f, _ in located}:
         names[file_id] = PurePosixPath(site.row_files[file_id].source.rel).stem
@@ -73,9 +75,9 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
             rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
             names[file_id] = rel.rsplit(".", 1)[0]
     slugs = {file_id: slugify(name) for file_id, name in names.items()}
+    line_of = {file_id: site.row_files[file_id].line_of for file_id in names}
     return {
-        row_id: f"row-{slugs[file_id]}-{site.row_files[file_id].line_of(file_row)}"
-        for row_id, file_id, file_row in located
+        row_id: f"row-{slugs[file_id]}-{line_of[file_id](file_row)}" for row_id, file_id, file_row in located
     }
 
 

@@ -171,6 +171,17 @@ def test_page_data_is_inert_json_with_each_value_intact() -> None:
     assert page_data(charts) == text  # deterministic
 
 
+def test_page_data_takes_numpy_scalars_as_numbers() -> None:
+    import numpy as np
+
+    from builder.charts import make_chart
+
+    chart = make_chart(
+        PROMPT, "chart-prompt", "t", "c", (), [{"concurrency": np.int64(8), "decode": np.float64(1.5)}]
+    )
+    assert json.loads(page_data([chart]))["charts"]["chart-prompt"]["rows"] == [[8, 1.5]]
+
+
 def test_runtime_bundle_is_read_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom() -> str:
         raise AssertionError("bundled although the cache holds the bundle")
