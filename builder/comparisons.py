@@ -18,13 +18,12 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from builder.content import slugify
 from builder.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.figures import (
     QUANTITY_LABELS,
-    SERVE_PROPERTIES,
     SMALLER_IS_BETTER,
     Cell,
     Row,
@@ -189,8 +188,7 @@ def run_context(a: Cell, b: Cell) -> str:
     return "same " + ", same ".join(same)
 
 
-@dataclass(frozen=True)
-class Slot:
+class Slot(NamedTuple):  # a tuple: a page makes hundreds
     """Where a quantity was measured and by which builds, before any figure is picked."""
 
     quantity: str
@@ -213,10 +211,7 @@ def slots(grid: FigureGrid) -> tuple[list[Slot], list[Slot]]:
     shared: list[Slot] = []
     alone: list[Slot] = []
     for quantity in QUANTITIES:
-        measured = grid.measured(quantity)
-        if quantity not in SERVE_PROPERTIES:
-            measured.sort(key=lambda m: m[0].sort_key())  # type: ignore[union-attr]
-        for setting, recipes in measured:
+        for setting, recipes in grid.measured(quantity):  # in setting order
             if len(recipes) > 1 and (setting is None or setting.comparable):
                 shared.append(Slot(quantity, setting, tuple(recipes)))
             else:

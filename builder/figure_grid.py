@@ -87,6 +87,8 @@ def _ranks(recon: Reconciliation, row_ids: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 _EPOCH = dt.date(1970, 1, 1)
+_NO_PROMPT = np.iinfo(np.int64).max // 2
+"""Stands for a prompt length not recorded: above every real one, as ``Setting.sort_key`` orders."""
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +110,7 @@ class FigureGrid:
         self._py: dict[str, list[Any]] = {}
         self._cells: dict[tuple[str, Setting | None, str], Cell | None] = {}
         self._measured: dict[str, list[tuple[Setting | None, list[str]]]] = {}
+        self._py_runs: dict[str, tuple[dict[int, tuple[int, int]], list[int]]] = {}
         self._by_recipe: dict[str, dict[str, list[Setting | None]]] = {}
         self._dates: dict[int, dt.date] = {}
         self._whys: dict[int, str] = {}
@@ -118,33 +121,41 @@ class FigureGrid:
         self._recipes: list[str] = recipe.dictionary.to_pylist()
         self._recipe_code = {slug: i for i, slug in enumerate(self._recipes)}
         self._settings: list[Setting] = []
-        self._setting_code: dict[Setting, int] = {}
+        self._code_of: dict[int, int] = {}
+        """Setting code by object identity: callers pass back the settings :meth:`measured` gave."""
+        self._setting_code: dict[Setting, int] | None = None
         if table.num_rows == 0:
             return
         recipe_code = recipe.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        self._row_id = row_id = table.column("row_id").to_numpy().astype(np.int64)
+        row_id = table.column("row_id").to_numpy().astype(np.int64)
         r0, r1 = _ranks(recon, row_id)
-        self._date = date = table.column("date").to_numpy().astype("datetime64[D]").astype(np.int64)
-        self._node, self._nodes = node, nodes = _codes(table.column("node"))
+        date = table.column("date").to_numpy().astype("datetime64[D]").astype(np.int64)
+        node, nodes = _codes(table.column("node"))
+        self._nodes: list[str] = nodes
+        self._node_of: list[int] = node.tolist()
+        self._days: list[int] = date.tolist()
         hw_names = sorted({node_hw.get(n, "") for n in nodes})
         hw_index = {h: i for i, h in enumerate(hw_names)}
         hw = np.array([hw_index[node_hw.get(n, "")] for n in nodes], np.int64)[node]
-        # A setting as one integer: mixed radix over the dense codes of its four parts.
-        prompts, prompt_code = _dense(table.column("prompt_tokens").fill_null(-1).to_numpy())
+        # A setting as one integer: mixed radix over the dense codes of its four parts, so setting
+        # codes sort as Setting.sort_key does (a prompt not recorded after every recorded one).
+        prompts, prompt_code = _dense(table.column("prompt_tokens").fill_null(_NO_PROMPT).to_numpy())
         contexts, context_code = _dense(table.column("context_tokens").fill_null(0).to_numpy())
         levels, level_code = _dense(table.column("concurrency").to_numpy())
         combined = ((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(
             levels
         ) + level_code
         distinct, setting_code = _dense(combined)
-        for value in distinct.tolist():
-            rest, c = divmod(value, len(levels))
-            rest, x = divmod(rest, len(contexts))
-            h, p = divmod(rest, len(prompts))
-            prompt = int(prompts[p])
-            setting = Setting(hw_names[h], None if prompt < 0 else prompt, int(contexts[x]), int(levels[c]))
-            self._setting_code[setting] = len(self._settings)
-            self._settings.append(setting)
+        rest, c = np.divmod(distinct, len(levels))
+        rest, x = np.divmod(rest, len(contexts))
+        h, p = np.divmod(rest, len(prompts))
+        self._settings = [
+            Setting(hw_names[hw_i], None if prompt == _NO_PROMPT else prompt, context, level)
+            for hw_i, prompt, context, level in zip(
+                h.tolist(), prompts[p].tolist(), contexts[x].tolist(), levels[c].tolist(), strict=True
+            )
+        ]
+        self._code_of = {id(setting): i for i, setting in enumerate(self._settings)}
         n_recipes = len(self._recipes)
         per_setting = setting_code * n_recipes + recipe_code
         # Sort keys shared by every quantity; lexsort sorts by the last key first: best rank, then
@@ -171,7 +182,7 @@ class FigureGrid:
 
     def measured(self, quantity: str) -> list[tuple[Setting | None, list[str]]]:
         """Every setting where ``quantity`` was measured (``None`` for a serve property) with the
-        recipes measured there, settings in code order, recipes in table order."""
+        recipes measured there, settings in :meth:`Setting.sort_key` order, recipes in table order."""
         measured = self._measured.get(quantity)
         if measured is None:
             measured = self._measured[quantity] = self._list_measured(quantity)
@@ -207,6 +218,16 @@ class FigureGrid:
             values = self._py[name] = self._table.column(name).to_pylist()
         return values
 
+    def _code(self, setting: Setting | None) -> int | None:
+        if setting is None:
+            return None
+        code = self._code_of.get(id(setting))
+        if code is not None and self._settings[code] is setting:
+            return code
+        if self._setting_code is None:  # a setting made elsewhere: look it up by value
+            self._setting_code = {s: i for i, s in enumerate(self._settings)}
+        return self._setting_code.get(setting)
+
     def cell(self, quantity: str, setting: Setting | None, recipe: str) -> Cell | None:
         """The figure :func:`~builder.figures.pick_cell` gives (off-recipe rows allowed), or ``None``."""
         key = (quantity, setting, recipe)
@@ -215,35 +236,48 @@ class FigureGrid:
         self._cells[key] = cell = self._make_cell(quantity, setting, recipe)
         return cell
 
+    def _runs(self, quantity: str) -> tuple[dict[int, tuple[int, int]], list[int]] | None:
+        """Group key → (start, length) of its run, and the sorted positions, as Python objects:
+        a page asks for dozens of cells, and numpy's per-call cost would be most of each."""
+        runs = self._py_runs.get(quantity)
+        if runs is None:
+            picked = self._picked.get(quantity)
+            if picked is None:
+                return None
+            order, keys, starts, lengths = picked
+            where = dict(zip(keys.tolist(), zip(starts.tolist(), lengths.tolist(), strict=True), strict=True))
+            runs = self._py_runs[quantity] = (where, order.tolist())
+        return runs
+
     def _make_cell(self, quantity: str, setting: Setting | None, recipe: str) -> Cell | None:
-        picked = self._picked.get(quantity)
+        runs = self._runs(quantity)
         recipe_code = self._recipe_code.get(recipe)
-        if picked is None or recipe_code is None:
+        if runs is None or recipe_code is None:
             return None
-        order, keys, starts, lengths = picked
         if quantity in SERVE_PROPERTIES:
             if setting is not None:
                 return None
             wanted = recipe_code
         else:
-            code = self._setting_code.get(setting) if setting is not None else None
+            code = self._code(setting)
             if code is None:
                 return None
             wanted = code * len(self._recipes) + recipe_code
-        at = int(np.searchsorted(keys, wanted))
-        if at == len(keys) or keys[at] != wanted:
+        where, order = runs
+        run = where.get(wanted)
+        if run is None:
             return None
-        start = int(starts[at])
-        positions = order[start : start + int(lengths[at])].tolist()
+        positions = order[run[0] : run[0] + run[1]]
         column = self._column(quantity)
         values = [column[p] for p in positions]
-        row_ids = tuple(int(self._row_id[p]) for p in positions)
+        ids = self._column("row_id")
+        row_ids = tuple(ids[p] for p in positions)
         head = positions[0]
         status = self._recon.status(row_ids[0])
         why = self._whys.get(id(status))
         if why is None:
             why = self._whys[id(status)] = why_text(status)
-        days = int(self._date[head])
+        days = self._days[head]
         date = self._dates.get(days)
         if date is None:
             date = self._dates[days] = _EPOCH + dt.timedelta(days=days)
@@ -253,7 +287,7 @@ class FigureGrid:
             value=values[0] if len(values) == 1 else statistics.median(values),
             trials=len(values),
             date=date,
-            node=self._nodes[int(self._node[head])],
+            node=self._nodes[self._node_of[head]],
             engine_version=self._column("engine_version")[head],
             status=status.status,
             why=why,

@@ -84,6 +84,9 @@ def test_grid_picks_what_pick_cell_picks(raw: list[dict[str, Any]]) -> None:
                 assert grid.cell(quantity, setting, slug) == cell
         for _, recipes in measured:  # recipes in the order they were given
             assert recipes == sorted(recipes, key=slugs.index)
+        if quantity not in SERVE_PROPERTIES:  # settings in their sort order
+            settings_seen = [s for s, _ in measured if s is not None]
+            assert settings_seen == sorted(settings_seen, key=Setting.sort_key)
 
 
 def test_settings_and_statuses_set_one_by_one() -> None:
@@ -103,7 +106,7 @@ def test_settings_and_statuses_set_one_by_one() -> None:
     grid = FigureGrid(rows_table(rows, ["r"]), recon, NODE_HW)
     setting = Setting("gpu-1", 512, 0, 1)  # no context recorded is context 0; both nodes are gpu-1
     assert grid.measured("decode_tok_s") == [(setting, ["r"])]
-    cell = grid.cell("decode_tok_s", setting, "r")
+    cell = grid.cell("decode_tok_s", setting, "r")  # a setting made here, equal to the grid's
     # the later row differs from the recipe: the matching run of two rows wins, its median
     assert cell is not None and (cell.value, cell.trials, cell.row_ids, cell.varied) == (
         41.0,
