@@ -9,6 +9,7 @@ or is reported, so the typed table holds exactly the values written in the files
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 import duckdb
 import numpy as np
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from builder.errors import Problems
 from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
+from builder.rowfile import take_rows
 from builder.rows import STRING_SCHEMA_FIELDS, ParsedFile
 
 _INT_RE = r"^[0-9]+$"
@@ -238,20 +240,23 @@ def _blank_cells(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.fill_null(pc.equal(column, ""), True)
 
 
-def _values_ok(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
+def _dictionary(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
+    return column.dictionary_encode().unify_dictionaries()
+
+
+def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray], rows: int) -> np.ndarray:
     """Per row, whether the value checks of every :data:`_BY_VALUE` column pass: each distinct value
-    of each column is checked once, all columns in one SQL query."""
+    (``encoded``: the columns dictionary-encoded) is checked once, all columns in one SQL query."""
     refs = {
         "recipe": "recipe IN (SELECT slug FROM _recipes) AS recipe_ok",
         "node": "node IN (SELECT id FROM _nodes) AS node_ok",
     }
-    encoded: list[pa.ChunkedArray] = []
     selects: list[str] = []
-    for number, column in enumerate(_BY_VALUE):
-        # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
-        codes = raw.column(column).dictionary_encode().unify_dictionaries()
-        encoded.append(codes)
+    dictionaries: list[pa.Array] = []
+    for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
         values = codes.chunk(0).dictionary if codes.num_chunks else pa.array([], pa.string())
+        dictionaries.append(values)
         con.register(
             f"_values{number}",
             pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))}),
@@ -268,37 +273,58 @@ def _values_ok(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
     finally:
         for number in range(len(_BY_VALUE)):
             con.unregister(f"_values{number}")
-    ok = np.ones(raw.num_rows, dtype=bool)
+    ok = np.ones(rows, dtype=bool)
     for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
-        size = len(codes.chunk(0).dictionary) if codes.num_chunks else 0
-        flags = np.zeros(size, dtype=bool)
+        if not codes.num_chunks:
+            continue
+        size = len(dictionaries[number])
+        # The last slot stands for a null cell (column absent from its file): as good as an empty one.
+        flags = np.zeros(size + 1, dtype=bool)
         flags[np.asarray(good["_i"][good["c"] == number], dtype=np.int64)] = True
-        by_value = pa.array(flags)
-        # A null cell (column absent from its file) is as good as an empty one.
-        null_ok = column not in REQUIRED_ROW_FIELDS
-        for_rows = [pc.fill_null(pc.take(by_value, chunk.indices), null_ok) for chunk in codes.chunks]
-        ok &= pa.chunked_array(for_rows, pa.bool_()).to_numpy()
+        flags[size] = column not in REQUIRED_ROW_FIELDS
+        indices = pa.chunked_array([chunk.indices for chunk in codes.chunks])
+        ok &= flags[pc.fill_null(indices, size).to_numpy()]
     return ok
 
 
-def _number_ok(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def _number_ok(column: pa.ChunkedArray) -> np.ndarray:
     """Blank, or digits with at most one point and fewer than 300 characters (a finite double): a
     subset of what the float check accepts, so a row it passes is valid; others go to the SQL."""
     digits = pc.ascii_is_decimal(pc.replace_substring(column, ".", "", max_replacements=1))
     short = pc.less(pc.binary_length(column), 300)
-    return pc.or_(_blank_cells(column), pc.fill_null(pc.and_(digits, short), False))
+    ok: np.ndarray = pc.or_(_blank_cells(column), pc.fill_null(pc.and_(digits, short), False)).to_numpy()
+    return ok
 
 
-def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table) -> np.ndarray:
-    """Rows every check passes, found without building a message: the SQL below then runs only on
-    the others (none, usually). Only ever errs towards suspecting a valid row."""
-    ok = _values_ok(con, raw)
-    for column in FLOAT_ROW_FIELDS:
-        ok &= _number_ok(raw.column(column)).to_numpy()
-    any_metric = np.zeros(raw.num_rows, dtype=bool)
+def _metric_given(raw: pa.Table) -> np.ndarray:
+    given = np.zeros(raw.num_rows, dtype=bool)
     for column in METRICS:
-        any_metric |= ~_blank_cells(raw.column(column)).to_numpy()
-    return ok & any_metric
+        given |= ~_blank_cells(raw.column(column)).to_numpy()
+    return given
+
+
+def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor) -> np.ndarray:
+    """Rows every check passes, found without building a message: the SQL below then runs only on
+    the others (none, usually). Only ever errs towards suspecting a valid row.
+
+    The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
+    """
+    numbers = [pool.submit(_number_ok, raw.column(column)) for column in FLOAT_ROW_FIELDS]
+    given = pool.submit(_metric_given, raw)
+    encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
+    ok = _values_ok(con, encoded, raw.num_rows)
+    for future in numbers:
+        ok &= future.result()
+    ok &= given.result()
+    return ok
+
+
+def _typed_if_valid(raw: pa.Table) -> pa.Table | None:
+    """The typed table, or None when a cell does not cast (it then has a problem to report)."""
+    try:
+        return _typed_table(raw)
+    except pa.ArrowInvalid:
+        return None
 
 
 def validate_rows(
@@ -317,15 +343,19 @@ def validate_rows(
     con.register("_recipes", pa.table({"slug": pa.array(list(recipes), pa.string())}))
     con.register("_nodes", pa.table({"id": pa.array(list(nodes), pa.string())}))
     try:
-        passing = _passing_rows(con, raw)
-        suspects = np.flatnonzero(~passing)
-        bad: list[tuple[int, int, str]] = []
-        if len(suspects):
-            con.register("raw", raw.take(pa.array(suspects)))
-            try:
-                bad = con.execute(_VALIDATE_SQL).fetchall()
-            finally:
-                con.unregister("raw")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            # Cast while checking: when every row passes (the usual case) this is the result.
+            typed = pool.submit(_typed_if_valid, raw)
+            passing = _passing_rows(con, raw, pool)
+            suspects = np.flatnonzero(~passing)
+            bad: list[tuple[int, int, str]] = []
+            if len(suspects):
+                con.register("raw", take_rows(raw, pa.array(suspects)))
+                try:
+                    bad = con.execute(_VALIDATE_SQL).fetchall()
+                finally:
+                    con.unregister("raw")
+            speculative = typed.result()
     finally:
         for name in ("_recipes", "_nodes"):
             con.unregister(name)
@@ -335,6 +365,8 @@ def validate_rows(
         if (row, column) in item.reported:
             continue
         problems.error(item.source.rel, item.line_of(row), message)
+    if not bad and speculative is not None:
+        return speculative
     if bad:
         key = raw.column("_file").to_numpy().astype(np.int64) << 32 | raw.column("_row").to_numpy()
         failed = np.unique(np.array([(f << 32) | r for f, r, _ in bad], dtype=np.int64))

@@ -163,3 +163,28 @@ def file_row_ids(indices: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, pa.
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     rows = (np.arange(int(counts.sum()), dtype=np.int64) - starts).astype(np.int32)
     return file_ids, pa.array(rows)
+
+
+def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """``table.take(positions)`` chunk by chunk: Arrow's take first concatenates a chunked string
+    column (a copy of the whole column to pick a few rows)."""
+    wanted = np.asarray(positions.to_numpy(zero_copy_only=False), dtype=np.int64)
+    order = np.argsort(wanted, kind="stable")
+    ordered = wanted[order]
+    back = pa.array(np.argsort(order, kind="stable"))
+    columns = {}
+    for name in table.column_names:
+        column = table.column(name)
+        if column.num_chunks <= 1:
+            columns[name] = column.take(pa.array(wanted))
+            continue
+        bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+        cuts = np.searchsorted(ordered, bounds)
+        parts = [
+            chunk.take(pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
+            for i, chunk in enumerate(column.chunks)
+            if cuts[i + 1] > cuts[i]
+        ]
+        taken = pa.chunked_array(parts, column.type) if parts else pa.chunked_array([], column.type)
+        columns[name] = taken.take(back)
+    return pa.table(columns)
