@@ -1,0 +1,110 @@
+"""The numpy run statistics and pre-filter give exactly the trials a plain Python reading of the rule
+gives: every group of two runs or more whose widest gap between neighbouring run means exceeds the
+narrowest band (or whose rows give different output_tokens), its trials in order."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from typing import Any
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builder.candidates import SLACK, TRIAL_COLUMNS, candidate_trials
+from builder.models import METRICS
+from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+
+SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
+
+
+def reference(rows: list[dict[str, Any]], exhaustive: bool) -> list[tuple[Any, ...]]:
+    rows = [r for r in rows if r["prompt_tokens"] is not None]
+    runs: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (*(r[k] for k in SETTING), r["date"], r["run_class"], r["pos"])):
+        runs[(*(row[k] for k in SETTING), row["date"], row["run_class"])].append(row)
+    out = []
+    chosen: list[tuple[tuple[Any, ...], int]] = []
+    for index, metric in enumerate(METRICS):
+        groups: dict[tuple[Any, ...], list[tuple[int, float, float, list[int]]]] = defaultdict(list)
+        for key, members in runs.items():
+            logs = [math.log(r[metric]) for r in members if r[metric] is not None and r[metric] > 0]
+            if not logs:
+                continue
+            mu = sum(logs) / len(logs)
+            outputs = [r["output_tokens"] for r in members if r["output_tokens"] is not None]
+            groups[key[:5]].append((len(logs), mu, sum((x - mu) ** 2 for x in logs), outputs))
+        for setting, stats in groups.items():
+            m = len(stats)
+            if m < 2:
+                continue
+            dof = sum(n - 1 for n, _, _, _ in stats)
+            spread = sum(ss for _, _, ss, _ in stats)
+            mus = sorted(mu for _, mu, _, _ in stats)
+            gap = max(b - a for a, b in zip(mus, mus[1:], strict=False))
+            outputs = [o for *_, outs in stats for o in outs]
+            split = bool(outputs) and min(outputs) < max(outputs)
+            prior = PRIOR_DOF * SIGMA0 * SIGMA0
+            variance = (prior + spread) / (PRIOR_DOF + dof) if dof > 0 else prior / (PRIOR_DOF + m - 1)
+            if exhaustive or split or gap > SLACK * max(FLOOR, K * math.sqrt(variance)):
+                chosen.append((setting, index))
+    for setting, index in sorted(chosen):
+        metric = METRICS[index]
+        for key, members in runs.items():
+            if key[:5] != setting:
+                continue
+            for r in members:
+                if r[metric] is not None and r[metric] > 0:
+                    out.append((index, *setting, r["date"], r["run_class"], r["pos"], r[metric]))
+    return out
+
+
+def values(draw: st.DrawFn) -> float | None:
+    return draw(st.one_of(st.none(), st.just(0.0), st.floats(min_value=10, max_value=14)))
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> pa.Table:
+    n = draw(st.integers(min_value=0, max_value=40))
+    rows = []
+    for pos in range(n):
+        row: dict[str, Any] = {
+            "pos": pos,
+            "recipe": draw(st.integers(0, 1)),
+            "hardware": draw(st.integers(0, 1)),
+            "prompt_tokens": draw(st.sampled_from([None, 512, 2048])),
+            "context_tokens": draw(st.sampled_from([0, 4096])),
+            "concurrency": draw(st.sampled_from([1, 8])),
+            "output_tokens": draw(st.sampled_from([None, 128, 256])),
+            "date": dt.date(2026, 1, draw(st.integers(1, 4))),
+            "run_class": draw(st.integers(0, 2)),
+        }
+        for metric in METRICS:
+            row[metric] = values(draw) if metric in ("decode_tok_s", "ttft_ms") else None
+        rows.append(row)
+    schema = pa.schema(
+        [
+            ("pos", pa.int32()),
+            ("recipe", pa.int32()),
+            ("hardware", pa.int32()),
+            ("prompt_tokens", pa.int64()),
+            ("context_tokens", pa.int64()),
+            ("concurrency", pa.int64()),
+            ("output_tokens", pa.int64()),
+            ("date", pa.date32()),
+            ("run_class", pa.int32()),
+            *((metric, pa.float64()) for metric in METRICS),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(tables(), st.booleans())
+def test_candidate_trials_are_those_of_the_rule_read_plainly(table: pa.Table, exhaustive: bool) -> None:
+    got = candidate_trials(table, exhaustive=exhaustive)
+    assert got.column_names == list(TRIAL_COLUMNS)
+    rows = list(zip(*(got.column(name).to_pylist() for name in TRIAL_COLUMNS), strict=True))
+    assert rows == reference(table.to_pylist(), exhaustive)
