@@ -1,13 +1,13 @@
 """Site search, built offline: a Pagefind index of the site's records plus a file-system fallback.
 
-Pagefind (its PyPI package drives the Pagefind binary as a subprocess) indexes one small stand-in
+Pagefind (its binary, run in service mode by :mod:`builder.pagefind_service`) indexes one small stand-in
 page per record — every recipe, case study and news post, and every troubleshooting question — each
 naming the page (or the answer's anchor) it stands for. The index is a folder of static files
 (``pagefind/``) that the search page fetches in chunks, so it works from any static host.
 
 Browsers refuse ``fetch()`` and module ``import()`` from ``file://`` pages, so Pagefind cannot run
 from the file system. For that case the build also writes a small classic script holding every
-record's title and text (:func:`fallback_records`); the search page loads it with a ``<script>``
+record's title and text (:func:`fallback_script`); the search page loads it with a ``<script>``
 element, which ``file://`` allows, and matches words itself. It ranks more crudely than Pagefind.
 """
 
