@@ -17,10 +17,17 @@
     sessionStorage.removeItem(scrollKey);
     const [x, y] = JSON.parse(saved);
     if ("scrollRestoration" in history) history.scrollRestoration = "manual";
-    // The page may still be growing (styles, fonts, late layout): keep restoring for up to 2 s
-    // until the position sticks, instead of once at a moment when it may be clamped.
-    const until = performance.now() + 2000;
+    // The page may still be growing (styles, fonts, late layout, a machine busy rebuilding): keep
+    // restoring until the position sticks, for up to 10 s, but never against the reader: any
+    // scrolling of their own ends it.
+    const until = performance.now() + 10000;
+    let mine = false;
+    const stop = () => { mine = true; };
+    for (const type of ["wheel", "touchstart", "keydown", "mousedown"]) {
+      window.addEventListener(type, stop, { once: true, passive: true });
+    }
     const restore = () => {
+      if (mine) return;
       window.scrollTo(x, y);
       if (Math.abs(window.scrollY - y) >= 1 && performance.now() < until) requestAnimationFrame(restore);
     };
