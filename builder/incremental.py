@@ -833,13 +833,8 @@ class IncrementalBuilder:
         seconds: dict[str, float],
         mark: float,
     ) -> BuildReport:
-        from builder.content import Markdown
-        from builder.deps import declared
-        from builder.inputs import digest_bytes
         from builder.loadcache import LoadCache
-        from builder.output import publish, remove_leftovers, update_in_place
         from builder.pipeline import load_and_reconcile, output_stages
-        from builder.render import make_context, page_jobs
 
         def lap(name: str) -> None:
             nonlocal mark
@@ -859,6 +854,13 @@ class IncrementalBuilder:
         loaded = self._reuse_loaded(config, state, inputs) or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
+        # The renderers are imported once the input is known to be valid (and timed as "prepare").
+        from builder.content import Markdown
+        from builder.deps import declared
+        from builder.inputs import digest_bytes
+        from builder.output import publish, remove_leftovers, update_in_place
+        from builder.render import make_context, page_jobs
+
         assert loaded.recon is not None
         site = loaded.site
         markdown = Markdown(self._markdown if self._markdown is not None else {})
