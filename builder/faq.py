@@ -145,7 +145,9 @@ def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
             (
                 f"troubleshooting/{slug}/index.html",
                 deps.depends(
-                    partial(render_model_troubleshooting, ctx, model, slug), deps.RECIPE_FILES, deps.RECIPES
+                    partial(render_model_troubleshooting, ctx, model, slug),
+                    deps.model_files(model),
+                    deps.RECIPES,
                 ),
             )
             for model, slug in pages.items()
