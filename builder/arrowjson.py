@@ -20,7 +20,7 @@ of the same values as ``Table.to_pylist()`` gives them (dates as ISO text once c
 from __future__ import annotations
 
 import json.encoder
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 import numpy as np
 import pyarrow as pa
@@ -29,22 +29,36 @@ import pyarrow.compute as pc
 _encode_string = json.encoder.encode_basestring
 
 
-def json_values(array: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Each value of ``array`` as JSON text (``null`` for a missing value), as a string array."""
+def json_values(array: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.Array:
+    """Each value of ``array`` as JSON text (``null`` for a missing value), as a string array.
+
+    ``prefix`` goes before each value (cheaply for strings: once per distinct value).
+    """
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     kind = array.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        encoded = array.dictionary_encode()
-        words = pa.array([_encode_string(v) for v in encoded.dictionary.to_pylist()], pa.string())
-        out = words.take(encoded.indices)
-    elif pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        out = pc.cast(array, pa.string())
-    elif pa.types.is_floating(kind):
-        out = _floats(pc.cast(array, pa.float64()))
-    else:
+    if not (
+        _is_text(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind)
+    ):
         raise TypeError(f"no JSON text for Arrow type {kind}")
-    return pc.fill_null(out, "null")
+    if array.null_count == len(array):  # common for optional fields
+        return pa.array([prefix + "null"], pa.string()).take(pa.array(np.zeros(len(array), np.int32)))
+    if _is_text(kind):
+        encoded = array.dictionary_encode()
+        words = [prefix + _encode_string(v) for v in encoded.dictionary.to_pylist()]
+        return pa.array([*words, prefix + "null"], pa.string()).take(
+            pc.fill_null(encoded.indices, len(words))
+        )
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        out = pc.cast(array, pa.string())
+    else:
+        out = _floats(pc.cast(array, pa.float64()))
+    out = pc.fill_null(out, "null")
+    return pc.binary_join_element_wise(prefix, out, "") if prefix else out
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _floats(array: pa.Array) -> pa.Array:
@@ -65,44 +79,74 @@ def _floats(array: pa.Array) -> pa.Array:
     return pa.array(patched, pa.string())
 
 
-def json_objects(table: pa.Table, raw: Collection[str] = ()) -> pa.Array:
-    """One JSON object per row, keys in column order; columns in ``raw`` already hold JSON text."""
+def json_objects(table: pa.Table, raw: Collection[str] = (), *, end: str = "}") -> pa.Array:
+    """One JSON object per row, keys in column order; columns in ``raw`` already hold JSON text.
+
+    ``end`` closes each object (``},`` to have them ready to be joined into an array).
+    """
+    if table.num_columns == 0:
+        return pa.array(["{" + end] * table.num_rows, pa.string())
     parts: list[str | pa.Array] = []
     for number, name in enumerate(table.column_names):
-        parts.append(("{" if number == 0 else ",") + _encode_string(name) + ":")
+        key = ("{" if number == 0 else ",") + _encode_string(name) + ":"
         column = table.column(name)
         if name in raw:
-            parts.append(pc.fill_null(column.combine_chunks(), "null"))
+            parts += [key, pc.fill_null(column.combine_chunks(), "null")]
+        elif _is_text(column.type) or column.null_count == len(column):
+            parts.append(json_values(column, key))  # the key is written once per distinct value
         else:
-            parts.append(json_values(column))
-    if not parts:
-        return pa.array(["{}"] * table.num_rows, pa.string())
-    parts.append("}")
+            parts += [key, json_values(column)]
+    parts.append(end)
     return pc.binary_join_element_wise(*parts, "")
 
 
-def json_arrays(items: pa.Array, groups: pa.Array | pa.ChunkedArray) -> dict[str, bytes]:
-    """``items`` (JSON texts) gathered into one JSON array per value of ``groups``, in item order.
+ROWS_PER_SLICE = 1 << 18
+"""Rows written per Arrow string array (its 32-bit offsets hold 2 GiB; a row is about 1 KB)."""
 
-    ``groups`` holds one non-null string per item. Returns ``{group: b"[item,item,...]"}``.
+
+def json_arrays(
+    table: pa.Table, groups: pa.Array | pa.ChunkedArray, raw: Collection[str] = ()
+) -> dict[str, bytes]:
+    """The rows of ``table`` as JSON objects (see :func:`json_objects`), one JSON array per group.
+
+    ``groups`` holds one non-null string per row. Returns ``{group: b"[row,row,...]"}``, rows in
+    table order. Each array is cut out of the objects' text buffer: when a group's rows are
+    contiguous (row files are per recipe, so they usually are) nothing is sorted or joined.
     """
-    if len(items) == 0:
+    if table.num_rows == 0:
         return {}
     if isinstance(groups, pa.ChunkedArray):
         groups = groups.combine_chunks()
-    order = pc.sort_indices(
-        pa.table({"g": groups, "i": pa.array(np.arange(len(groups)))}),
-        [("g", "ascending"), ("i", "ascending")],
-    )
-    # Large strings: a million rows of about 800 bytes each come close to 32-bit offsets.
-    items = pc.cast(items, pa.large_string()).take(order)
-    counts = pc.value_counts(groups.take(order))  # in order of first appearance: sorted
-    names: Sequence[str] = counts.field("values").to_pylist()
-    offsets = np.concatenate([[0], np.cumsum(counts.field("counts").to_numpy())]).astype(np.int32)
-    lists = pa.ListArray.from_arrays(pa.array(offsets), items)
-    comma, left, right = (pa.scalar(text, pa.large_string()) for text in ",[]")
-    joined = pc.binary_join_element_wise(
-        left, pc.binary_join(lists, comma), right, pa.scalar("", pa.large_string())
-    )
-    data = pc.cast(joined, pa.large_binary()).to_pylist()
-    return dict(zip(names, data, strict=True))
+    starts, names = _runs(groups)
+    if len(set(names)) < len(names):  # a group in several runs: sort rows by group, stably
+        order = pc.sort_indices(
+            pa.table({"g": groups, "i": pa.array(np.arange(len(groups)))}),
+            [("g", "ascending"), ("i", "ascending")],
+        )
+        table, groups = table.take(order), groups.take(order)
+        starts, names = _runs(groups)
+    bounds = np.append(starts, table.num_rows)
+    pieces: list[list[memoryview]] = [[] for _ in names]
+    for begin in range(0, table.num_rows, ROWS_PER_SLICE):
+        objects = json_objects(table.slice(begin, ROWS_PER_SLICE), raw, end="},")
+        count = len(objects)
+        offsets = np.frombuffer(objects.buffers()[1], np.int32, count + 1, objects.offset * 4)
+        text = memoryview(objects.buffers()[2])  # type: ignore[arg-type]
+        first = int(np.searchsorted(bounds, begin, side="right")) - 1
+        for run in range(first, len(names)):
+            low, high = max(int(bounds[run]), begin), min(int(bounds[run + 1]), begin + count)
+            if low >= high:
+                break
+            pieces[run].append(text[offsets[low - begin] : offsets[high - begin]])
+    out: dict[str, bytes] = {}
+    for name, parts in zip(names, pieces, strict=True):
+        parts[-1] = parts[-1][:-1]  # the last row's comma
+        out[name] = b"".join([b"[", *parts, b"]"])
+    return out
+
+
+def _runs(groups: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """Where each run of equal values starts, and its value."""
+    change = pc.not_equal(groups.slice(1), groups.slice(0, len(groups) - 1))
+    starts = np.concatenate([[0], np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1])
+    return starts, groups.take(pa.array(starts)).to_pylist()

@@ -38,7 +38,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from builder import deps
-from builder.arrowjson import json_arrays, json_objects
+from builder.arrowjson import json_arrays
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.feeds import NEWS_FEED
@@ -306,7 +306,7 @@ def _rows_json(export: Export) -> dict[str, bytes]:
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
     rows = rows.append_column("status", statuses.take(pa.array(codes)))
-    return json_arrays(json_objects(rows, raw={"status"}), table.column("recipe"))
+    return json_arrays(rows, table.column("recipe"), raw={"status"})
 
 
 def recipe_document(

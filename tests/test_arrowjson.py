@@ -82,8 +82,24 @@ def test_objects_and_arrays_equal_json_dumps_of_the_rows(
     objects = json_objects(table.append_column("raw", raw), raw={"raw"})
     expected_rows = [{"group": g, "x": x, 'we"ird': t, "raw": {"n": n}} for n, (g, x, t) in enumerate(items)]
     assert objects.to_pylist() == [_dumps(r) for r in expected_rows]
-    grouped = json_arrays(objects, table.column("group"))
+    grouped = json_arrays(table.append_column("raw", raw), table.column("group"), raw={"raw"})
     want: dict[str, list[Any]] = {}
     for row in expected_rows:
         want.setdefault(row["group"], []).append(row)
     assert grouped == {g: _dumps(v).encode() for g, v in want.items()}
+
+
+@pytest.mark.parametrize("groups", [list("aaabbbbcdd"), list("abacabadab"), ["x"] * 10])
+@pytest.mark.parametrize("per_slice", [1, 2, 3, 1000])
+def test_arrays_span_slices(monkeypatch: pytest.MonkeyPatch, groups: list[str], per_slice: int) -> None:
+    """Rows are written in slices (bounded string buffers); a group's array may span several."""
+    monkeypatch.setattr("builder.arrowjson.ROWS_PER_SLICE", per_slice)
+    table = pa.table({"g": groups, "n": list(range(len(groups)))})
+    want: dict[str, list[Any]] = {}
+    for g, n in zip(groups, range(len(groups)), strict=True):
+        want.setdefault(g, []).append({"g": g, "n": n})
+    assert json_arrays(table, table.column("g")) == {g: _dumps(v).encode() for g, v in want.items()}
+
+
+def test_no_rows_no_arrays() -> None:
+    assert json_arrays(pa.table({"g": pa.array([], pa.string())}), pa.array([], pa.string())) == {}
