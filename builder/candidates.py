@@ -46,16 +46,39 @@ def _ranks(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return rank[encoded.indices.to_numpy(zero_copy_only=False)], len(values)
 
 
-def _sort_order(keys: list[tuple[np.ndarray, int]]) -> np.ndarray:
-    """Stable order of rows by the keys (most significant first): one packed integer when the
-    codes fit in 62 bits, else a lexicographic sort."""
+def _boundaries(keys: list[tuple[np.ndarray, int]], split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable order of rows by the keys (most significant first), and in that order where the
+    first ``split`` keys change (a new setting) and where any key changes (a new run).
+
+    The codes are packed into one integer when they fit in 62 bits (one sort, one comparison),
+    else sorted lexicographically and compared key by key.
+    """
+    n = len(keys[0][0])
+    starts = np.zeros(n, dtype=bool)
+    starts[:1] = True
     if math.prod(max(size, 1) for _, size in keys) < 2**62:
-        packed = np.zeros(len(keys[0][0]), dtype=np.int64)
+        packed = np.zeros(n, dtype=np.int64)
         for codes, size in keys:
             packed *= size
             packed += codes
-        return np.argsort(packed, kind="stable")
-    return np.lexsort([codes for codes, _ in reversed(keys)])
+        order = np.argsort(packed, kind="stable")
+        ordered = packed[order]
+        new_run = starts.copy()
+        new_run[1:] = ordered[1:] != ordered[:-1]
+        ordered //= math.prod(max(size, 1) for _, size in keys[split:])
+        new_setting = starts
+        new_setting[1:] = ordered[1:] != ordered[:-1]
+        return order, new_setting, new_run
+    order = np.lexsort([codes for codes, _ in reversed(keys)])
+    new_setting = starts
+    for codes, _ in keys[:split]:
+        ordered = codes[order]
+        new_setting[1:] |= ordered[1:] != ordered[:-1]
+    new_run = new_setting.copy()
+    for codes, _ in keys[split:]:
+        ordered = codes[order]
+        new_run[1:] |= ordered[1:] != ordered[:-1]
+    return order, new_setting, new_run
 
 
 def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
@@ -86,21 +109,11 @@ def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
             keys.append(
                 _ranks(table.column(name) if kept is None else table.column(name).take(pa.array(kept)))
             )
-    order = _sort_order(keys)
-    # ``order`` indexes the kept rows; ``source`` the table.
+    order, new_setting, new_run = _boundaries(keys, len(_SETTING))
+    del keys
+    # ``order`` indexes the kept rows; ``source_of`` the table.
     source_of = order if kept is None else kept[order]
     n = len(order)
-    # Where a setting, and where a run, begins in sorted order.
-    new_setting = np.zeros(n, dtype=bool)
-    new_setting[0] = True
-    for codes, _ in keys[: len(_SETTING)]:
-        ordered = codes[order]
-        new_setting[1:] |= ordered[1:] != ordered[:-1]
-    new_run = new_setting.copy()
-    for codes, _ in keys[len(_SETTING) :]:
-        ordered = codes[order]
-        new_run[1:] |= ordered[1:] != ordered[:-1]
-    del keys
     setting_of_row = np.cumsum(new_setting) - 1
     run_starts = np.flatnonzero(new_run)
     run_sizes = np.diff(np.append(run_starts, n))
@@ -129,26 +142,38 @@ def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
         mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
         deviation = (logs - np.repeat(mean, run_sizes)) * valid
         squares = np.add.reduceat(deviation * deviation, run_starts)
-        group = setting_of_run[has]
-        runs = np.bincount(group, minlength=settings)
-        dof = np.bincount(group, weights=count[has] - 1, minlength=settings)
-        spread = np.bincount(group, weights=squares[has], minlength=settings)
-        low = np.full(settings, _BIG, dtype=np.int64)
-        np.minimum.at(low, group, run_low[has])
-        high = np.full(settings, _SMALL, dtype=np.int64)
-        np.maximum.at(high, group, run_high[has])
-        # Widest gap between neighbouring run means, per group.
-        by_mean = np.lexsort((mean[has], group))
-        sorted_group = group[by_mean]
-        gaps = np.diff(mean[has][by_mean])
-        gaps[sorted_group[1:] != sorted_group[:-1]] = -np.inf
-        widest = np.full(settings, -np.inf)
-        np.maximum.at(widest, sorted_group[1:], gaps)
+        # The runs that measured this metric, grouped: runs are in setting order already.
+        measured = np.flatnonzero(has)
+        group = setting_of_run[measured]
+        starts = np.flatnonzero(np.diff(group, prepend=-1))
+        runs = np.diff(np.append(starts, len(group)))
+        dof = np.add.reduceat(count[measured] - 1, starts)
+        spread = np.add.reduceat(squares[measured], starts)
+        split = np.minimum.reduceat(run_low[measured], starts) < np.maximum.reduceat(
+            run_high[measured], starts
+        )
         prior = PRIOR_DOF * SIGMA0 * SIGMA0
         with np.errstate(divide="ignore", invalid="ignore"):
             variance = np.where(dof > 0, (prior + spread) / (PRIOR_DOF + dof), prior / (PRIOR_DOF + runs - 1))
-        band = np.maximum(FLOOR, K * np.sqrt(variance))
-        candidate = (runs >= 2) & (exhaustive | (low < high) | (widest > SLACK * band))
+        threshold = SLACK * np.maximum(FLOOR, K * np.sqrt(variance))
+        chosen = (runs >= 2) & (exhaustive | split)
+        # No gap between neighbouring means exceeds the whole range: only groups whose range
+        # exceeds the band need their means sorted to find the widest gap.
+        means = mean[measured]
+        spans = np.maximum.reduceat(means, starts) - np.minimum.reduceat(means, starts)
+        open_groups = np.flatnonzero((runs >= 2) & ~chosen & (spans > threshold))
+        if len(open_groups):
+            members = np.repeat(np.isin(np.arange(len(starts)), open_groups), runs)
+            member_group = np.repeat(np.arange(len(starts)), runs)[members]
+            by_mean = np.lexsort((means[members], member_group))
+            sorted_group = member_group[by_mean]
+            gaps = np.diff(means[members][by_mean])
+            gaps[sorted_group[1:] != sorted_group[:-1]] = -np.inf
+            widest = np.full(len(starts), -np.inf)
+            np.maximum.at(widest, sorted_group[1:], gaps)
+            chosen |= widest > threshold
+        candidate = np.zeros(settings, dtype=bool)
+        candidate[group[starts[chosen]]] = True
         if not candidate.any():
             continue
         positions = np.flatnonzero(valid & candidate[setting_of_row])
