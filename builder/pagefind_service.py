@@ -20,7 +20,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,11 +62,17 @@ def executable() -> Path:
     return binary
 
 
-def index_sets(sets: Mapping[str, Pages], options: IndexOptions, processes: int = 2) -> dict[str, Bundle]:
+def index_sets(
+    sets: Mapping[str, Pages],
+    options: IndexOptions,
+    processes: int = 2,
+    keep: Callable[[str], bool] = lambda path: True,
+) -> dict[str, Bundle]:
     """One bundle per page set, ``{set name: bundle}``; up to ``processes`` Pagefind processes at once.
 
     Each set is its own index, so a bundle depends only on its pages (and the Pagefind version),
-    not on which process made it or what it made before.
+    not on which process made it or what it made before. Only files whose path ``keep`` accepts
+    are decoded and returned (Pagefind always sends its UI scripts too).
     """
     if not sets:
         return {}
@@ -79,16 +85,20 @@ def index_sets(sets: Mapping[str, Pages], options: IndexOptions, processes: int 
         shares[lightest].append(name)
         loads[lightest] += sum(len(p) for p in sets[name].values())
     if len(shares) == 1:
-        return _index_in_one_process(binary, sets, shares[0], options)
+        return _index_in_one_process(binary, sets, shares[0], options, keep)
     bundles: dict[str, Bundle] = {}
     with ThreadPoolExecutor(max_workers=len(shares), thread_name_prefix="pagefind") as pool:
-        for done in pool.map(lambda share: _index_in_one_process(binary, sets, share, options), shares):
+        for done in pool.map(lambda share: _index_in_one_process(binary, sets, share, options, keep), shares):
             bundles.update(done)
     return bundles
 
 
 def _index_in_one_process(
-    binary: Path, sets: Mapping[str, Pages], names: Sequence[str], options: IndexOptions
+    binary: Path,
+    sets: Mapping[str, Pages],
+    names: Sequence[str],
+    options: IndexOptions,
+    keep: Callable[[str], bool],
 ) -> dict[str, Bundle]:
     with _Service(binary) as service:
         out: dict[str, Bundle] = {}
@@ -102,7 +112,11 @@ def _index_in_one_process(
             ]
             requests.append({"type": "GetFiles", "index_id": index})
             answers = service.ask(requests)
-            out[name] = {item["path"]: base64.b64decode(item["content"]) for item in answers[-1]["files"]}
+            out[name] = {
+                item["path"]: base64.b64decode(item["content"])
+                for item in answers[-1]["files"]
+                if keep(item["path"])
+            }
             service.ask([{"type": "DeleteIndex", "index_id": index}])
         return out
 

@@ -123,9 +123,9 @@ def records_digest(records: list[SearchRecord]) -> str:
     return digest.hexdigest()
 
 
-def fallback_path(records: list[SearchRecord]) -> str:
-    """Named by the records' hash, so a cached copy is never stale."""
-    return f"search/records.{records_digest(records)[:10]}.js"
+def fallback_path(records: list[SearchRecord], digest: str | None = None) -> str:
+    """Named by the records' hash (``digest``, when the caller has it), so a cached copy is never stale."""
+    return f"search/records.{(digest or records_digest(records))[:10]}.js"
 
 
 def _keep(rel: str) -> bool:
@@ -155,10 +155,10 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
     Pagefind runs in service mode (:mod:`builder.pagefind_service`): two processes share the sets,
     and the files come back in memory. Each bundle is checked to hold every page.
     """
-    bundles = index_sets(shards, INDEX_OPTIONS)
+    bundles = index_sets(shards, INDEX_OPTIONS, keep=_keep)
     result: dict[str, dict[str, bytes]] = {}
     for prefix in sorted(shards):
-        files = {f"{prefix}/{rel}": data for rel, data in sorted(bundles[prefix].items()) if _keep(rel)}
+        files = {f"{prefix}/{rel}": data for rel, data in sorted(bundles[prefix].items())}
         if f"{prefix}/pagefind.js" not in files:
             raise SearchIndexError("Pagefind wrote no pagefind.js: the search index is incomplete")
         try:
@@ -227,7 +227,8 @@ def search_files(
             reuse.many(keys, lambda missing: _pagefind_many({p: stand_ins(shards[p]) for p in missing}))
         )
 
-    path = fallback_path(records)
+    digest = records_digest(records)
+    path = fallback_path(records, digest)
 
     def fallback() -> dict[str, bytes]:
         # The records changed, so some shard is indexed again: Pagefind runs (in its own processes)
@@ -238,7 +239,7 @@ def search_files(
             job.result()
         return {path: script}
 
-    files = dict(reuse(b"fallback\0" + records_digest(records).encode(), fallback))
+    files = dict(reuse(b"fallback\0" + digest.encode(), fallback))
     if not indexed:
         index_shards()
     for prefix in sorted(bundles):

@@ -79,3 +79,8 @@ def test_a_missing_binary_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setattr(pagefind_service, "executable", lambda: tmp_path / "nowhere")
     with pytest.raises(SearchIndexError, match="cannot run Pagefind"):
         index_sets({"x": SETS["three"]}, OPTIONS)
+
+
+def test_only_kept_files_are_returned() -> None:
+    bundle = index_sets({"x": SETS["one"]}, OPTIONS, keep=lambda path: path.startswith("fragment/"))["x"]
+    assert len(bundle) == len(SETS["one"]) and all(p.startswith("fragment/") for p in bundle)
