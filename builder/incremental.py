@@ -44,9 +44,9 @@ from builder.inputs import PACKAGE_DIR, Inputs, Sources, rescan_paths, scan_inpu
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
-    from builder.pipeline import Loaded
     from builder.content import RenderedBody
     from builder.loadcache import LoadCache
+    from builder.pipeline import Loaded
     from builder.render import RenderContext
 
 FORMAT = 2
@@ -677,6 +677,8 @@ class IncrementalBuilder:
         self.keep_context = keep_context
         """Keep the last build's render context (the preview's quick pages render from it)."""
         self._context: RenderContext | None = None
+        self._unsettled: set[Path] = set()
+        """Changed paths of builds that failed, still to be rescanned."""
         self._quick_con: Any = None
         """The DuckDB connection quick pages reconcile on (opened on first use)."""
         self.persist = persist
@@ -787,7 +789,18 @@ class IncrementalBuilder:
     # The build ------------------------------------------------------------------------------------
 
     def run(self, changed: set[Path] | frozenset[Path] | None = None) -> BuildReport:
-        """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems."""
+        """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems.
+
+        Paths given to a build that failed are rescanned by the next one too: the record of inputs
+        is only updated by a build that succeeds."""
+        if changed is not None:
+            changed = set(changed) | self._unsettled
+            self._unsettled = set(changed)
+        report = self._run(changed)
+        self._unsettled = set()
+        return report
+
+    def _run(self, changed: set[Path] | frozenset[Path] | None) -> BuildReport:
         from builder.config import load_config
 
         seconds: dict[str, float] = {}

@@ -169,3 +169,27 @@ def test_a_template_edit_reuses_the_loaded_site_and_matches_a_clean_build(
     recipe.write_text(recipe.read_text() + "\nMore.\n")
     assert preview(preview(frozenset({recipe})).followup).ok
     assert len(loads) == 1
+
+
+def test_a_change_seen_by_a_failed_build_is_not_forgotten(root: Path, tmp_path: Path) -> None:
+    """Edit a recipe's title and break a template in one batch: the build fails; fixing the
+    template alone must still bring the new title everywhere (the failed build's paths are
+    rescanned, and the loaded site is not reused as if only a template had changed)."""
+    shutil.copytree(REPO / "templates", root / "templates")
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    text = recipe.read_text()
+    title = text.split("title: ", 1)[1].split("\n", 1)[0]
+    recipe.write_text(text.replace(f"title: {title}", "title: A title from the failed batch", 1))
+    template = root / "templates/recipe.html"
+    good = template.read_text()
+    template.write_text(good + "\n{% if %}\n")
+    assert not preview(frozenset({recipe, template})).ok
+    template.write_text(good)
+    assert preview(frozenset({template})).ok
+    for page in (PAGE, "index.html"):
+        html = (tmp_path / "serve" / page).read_text()
+        assert "A title from the failed batch" in html, page
+    clean = _clean(root, tmp_path)
+    assert (tmp_path / "serve" / "index.html").read_bytes() == (clean / "index.html").read_bytes()
