@@ -22,6 +22,7 @@ from builder.config import SiteConfig
 from builder.content import Document, split_document
 from builder.errors import BuilderError, Problems
 from builder.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
+from builder.forked import Forked
 from builder.ingest import ingest_rows
 from builder.models import (
     SLUG_RE,
@@ -35,7 +36,7 @@ from builder.rows import ParsedFile, RowFile, discover_row_files, parse_row_file
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 if TYPE_CHECKING:
-    from builder.loadcache import LoadCache
+    from builder.loadcache import LoadCache, PageEntry
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -316,6 +317,35 @@ def _check_row_strings(
             problems.error(parsed.source.rel, parsed.line_of(file_row), f"{column}: {bad[value]}")
 
 
+FORK_PAGES = 200
+"""Recipes from which the content loads in a forked child while the rows load (below, forking
+costs more than it saves)."""
+
+
+@dataclass
+class _Content:
+    """Every content page, as :func:`_load_content` loads them (picklable: it may come from a child)."""
+
+    recipes: dict[str, Recipe]
+    case_studies: dict[str, CaseStudy]
+    posts: dict[str, Post]
+    problems: Problems
+    cache_pages: dict[tuple[str, bytes], PageEntry] = field(default_factory=dict)
+    used_pages: set[tuple[str, bytes]] = field(default_factory=set)
+
+
+def _load_content(root: Path, cache: LoadCache | None) -> _Content:
+    problems = Problems()
+    recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
+        root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache
+    )
+    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache)
+    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache)
+    if cache is None:
+        return _Content(recipes, case_studies, posts, problems)
+    return _Content(recipes, case_studies, posts, problems, cache.pages, cache.used_pages)
+
+
 def load_site(
     config: SiteConfig,
     problems: Problems,
@@ -339,22 +369,45 @@ def load_site(
     nodes = _load_yaml_mapping(
         root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
     )
-    recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
-        root, "recipes", RecipeMeta, problems, _make_recipe, known=recipe_slugs, cache=cache
+    # Recipe slugs are file names: known before any front matter is parsed, so the rows can be
+    # validated against them while the content loads (in a forked child, on the other core, when
+    # there is much of it and nothing cached).
+    names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
+    recipe_slugs.update(os.path.splitext(name)[0] for name in names)
+    compute = functools.partial(_load_content, root, cache)
+    content: Forked[_Content] | None = (
+        Forked(compute) if len(names) >= FORK_PAGES and (cache is None or not cache.pages) else None
     )
-    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache)
-    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache)
-    # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
-    files = discover_row_files(root, read=cache is not None) + list(extra_row_files or [])
-    con = duckdb.connect()
-    if cache is None:
-        parsed, raw = parse_row_files(files, problems)
-        rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
-    else:
-        from builder.loadcache import load_rows
+    row_problems = Problems()
+    try:
+        if content is None:
+            loaded = compute()
+        # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
+        files = discover_row_files(root, read=cache is not None) + list(extra_row_files or [])
+        con = duckdb.connect()
+        if cache is None:
+            parsed, raw = parse_row_files(files, row_problems)
+            rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
+            del raw
+        else:
+            from builder.loadcache import load_rows
 
-        parsed, rows = load_rows(files, con, recipe_slugs, node_ids, problems, cache.rows)
-        con.register("rows", rows)
+            parsed, rows = load_rows(files, con, recipe_slugs, node_ids, row_problems, cache.rows)
+            con.register("rows", rows)
+    except BaseException:
+        if content is not None:
+            content.cancel()
+        raise
+    if content is not None:
+        loaded = content.result()
+        if cache is not None:
+            cache.pages.update(loaded.cache_pages)
+            cache.used_pages |= loaded.used_pages
+    recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
+    # In the order a sequential load reports them: content first, then rows.
+    for part in (loaded.problems, row_problems):
+        problems.errors.extend(part.errors)
+        problems.warnings.extend(part.warnings)
     for item in parsed:
         # The all-string tables have been validated into ``rows``; holding them would double the
         # memory of a big import (a slice keeps its whole parsed buffer alive).

@@ -37,6 +37,10 @@ class YamlProblem(Exception):
         self.message = message
         self.line = line
 
+    def __reduce__(self) -> tuple[type[YamlProblem], tuple[str, int]]:
+        # Documents cross process boundaries (a forked load): keep the line when pickled.
+        return (YamlProblem, (self.message, self.line))
+
 
 @dataclass
 class YamlDoc:

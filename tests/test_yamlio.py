@@ -111,3 +111,11 @@ def test_an_unknown_tag_is_a_yaml_problem_with_its_line() -> None:
     with pytest.raises(YamlProblem) as caught:
         load_yaml("a: 1\nb: !custom x\n", first_line=3)
     assert caught.value.line == 4
+
+
+def test_a_yaml_problem_keeps_its_line_through_pickle() -> None:
+    """Front matter may be loaded in a forked child and sent back pickled."""
+    import pickle
+
+    problem = pickle.loads(pickle.dumps(YamlProblem("duplicate key 'a'", 7)))
+    assert (problem.message, problem.line) == ("duplicate key 'a'", 7)

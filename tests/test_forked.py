@@ -1,0 +1,80 @@
+"""A computation run in a forked child gives what running it here gives; loading content that way
+gives the same site and the same problems, in the same order."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import builder.load
+from builder.config import load_config
+from builder.errors import Problems
+from builder.forked import Forked
+from builder.loadcache import LoadCache
+from tests.conftest import SITES, SITES_INVALID
+
+
+def test_the_result_comes_from_the_child() -> None:
+    parent = os.getpid()
+    assert Forked(os.getpid).result() != parent
+    assert Forked(lambda: {"a": [1, 2.5, None]}).result() == {"a": [1, 2.5, None]}
+
+
+def test_a_failing_child_is_computed_again_here_and_raises_here() -> None:
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(os.getpid())
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        Forked(compute).result()
+    assert calls == [os.getpid()]  # the child's attempt is not seen here; this one is
+
+
+def test_cancel_leaves_no_child() -> None:
+    forked = Forked(lambda: sum(range(10)))
+    forked.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def snapshot(root: Path, *, fork: bool, cache: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:
+    monkeypatch.setattr(builder.load, "FORK_PAGES", 0 if fork else 10**9)
+    problems = Problems()
+    site = builder.load.load_site(load_config(root), problems, cache=LoadCache() if cache else None)
+    pages = {
+        kind: {
+            slug: (
+                page.doc.rel,
+                page.doc.front.value,
+                page.doc.front.lines,
+                [(d.message, d.line) for d in page.doc.front.duplicates],  # exceptions compare by identity
+                page.doc.body,
+                page.doc.body_line,
+                page.doc.digest,
+                page.meta.model_dump(),
+            )
+            for slug, page in getattr(site, kind).items()
+        }
+        for kind in ("recipes", "case_studies", "posts")
+    }
+    flags = {slug: recipe.flags for slug, recipe in site.recipes.items()}
+    return pages, flags, site.rows.to_pylist(), problems.errors, problems.warnings
+
+
+@pytest.mark.parametrize(
+    "root",
+    [SITES / "minimal", SITES_INVALID / "front_matter_duplicate", SITES_INVALID / "front_matter_errors"],
+    ids=lambda p: p.name,
+)
+@pytest.mark.parametrize("cache", [False, True])
+def test_content_loaded_in_a_child_equals_content_loaded_here(
+    root: Path, cache: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = snapshot(root, fork=False, cache=cache, monkeypatch=monkeypatch)
+    there = snapshot(root, fork=True, cache=cache, monkeypatch=monkeypatch)
+    assert there == here
+    assert here[3] or root.name == "minimal"  # the invalid sites do report their problems
