@@ -17,7 +17,6 @@ what to record next time (engine_build as a digest, driver).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,9 +88,9 @@ class RuledOut:
         }
 
 
-def _joined(values: Iterable[str]) -> str | None:
-    items = sorted(set(values))
-    return ", ".join(items) if items else None
+def _joined(values: tuple[str, ...]) -> str | None:
+    """Distinct sorted values (a run's drivers or harnesses are kept so) joined for display."""
+    return ", ".join(values) if values else None
 
 
 class Parsed:

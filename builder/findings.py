@@ -120,8 +120,13 @@ class Finding:
     @property
     def runs(self) -> list[tuple[Run, bool]]:
         """Every run involved, by date, with whether it departs."""
+        return list(self._runs)
+
+    @cached_property
+    def _runs(self) -> tuple[tuple[Run, bool], ...]:
+        # Sorted once: pages, annotations and the JSON contract all walk the runs.
         pairs = [(r, True) for r in self.departing.runs] + [(r, False) for r in self.reference.runs]
-        return sorted(pairs, key=lambda p: (p[0].date, p[0].node, p[0].value))
+        return tuple(sorted(pairs, key=lambda p: (p[0].date, p[0].node, p[0].value)))
 
     @property
     def row_ids(self) -> frozenset[int]:
