@@ -412,6 +412,9 @@ def load_site(
         # The all-string tables have been validated into ``rows``; holding them would double the
         # memory of a big import (a slice keeps its whole parsed buffer alive).
         item.table = None
+    # The parsed strings the typed rows do not share are free now; hand their pages back so the
+    # stages after (numpy, DuckDB: other allocators) do not add to them.
+    pa.default_memory_pool().release_unused()
     site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
     _check_references(site, problems)
     _check_row_strings(site, problems, cache.parsed_strings if cache is not None else None)
