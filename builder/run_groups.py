@@ -161,6 +161,30 @@ def candidate_runs(
     return _runs(trials, codes, site)
 
 
+def _per_run(column: pa.ChunkedArray, starts: np.ndarray, summarise: Callable[[list[Any]], Any]) -> list[Any]:
+    """``summarise(non-null values of the run)`` for each run (runs are consecutive, from ``starts``).
+
+    Runs whose rows all hold one value (or none) are summarised once per distinct value."""
+    encoded = column.combine_chunks().dictionary_encode()
+    values = encoded.dictionary.to_pylist()
+    none = len(values)
+    codes = pc.fill_null(encoded.indices, none).to_numpy(zero_copy_only=False).astype(np.int64)
+    low = np.minimum.reduceat(codes, starts)
+    high = np.maximum.reduceat(codes, starts)
+    ends = np.append(starts[1:], len(codes))
+    by_code = {
+        code: summarise([] if code == none else [values[code]])
+        for code in np.unique(low[low == high]).tolist()
+    }
+    out: list[Any] = []
+    for lo, hi, start, end in zip(low.tolist(), high.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if lo == hi:
+            out.append(by_code[lo])
+        else:
+            out.append(summarise([values[c] for c in codes[start:end].tolist() if c != none]))
+    return out
+
+
 def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Run]]:
     """Cut the flat, ordered trial rows into runs: boundaries, means and sums of squares with numpy,
     the rest by list slicing (no Python loop over trials)."""
@@ -203,30 +227,20 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
         return shown[0]
 
     def load_meta() -> list[RunMeta]:
-        """Each run's engine, flags, env, drivers and harnesses, aggregated by Arrow in one pass."""
+        """Each run's engine, flags, env, drivers and harnesses, from per-run code ranges: a run whose
+        rows agree (nearly all) needs no Python beyond a lookup."""
         trials_meta = table()
-        run = pa.array(np.repeat(np.arange(len(starts), dtype=np.int32), counts))
-        summary = (
-            pa.table(
-                {
-                    "run": run,
-                    "engine": trials_meta.column("engine"),
-                    "driver": trials_meta.column("driver"),
-                    "harness": trials_meta.column("harness"),
-                }
-            )
-            .group_by("run", use_threads=False)
-            .aggregate([("engine", "min"), ("driver", "distinct"), ("harness", "distinct")])
-            .sort_by("run")
-        )
         firsts = trials_meta.take(pa.array(starts))
+        engine = _per_run(trials_meta.column("engine"), starts, lambda values: min(values, default=None))
+        drivers = _per_run(trials_meta.column("driver"), starts, lambda values: tuple(sorted(set(values))))
+        harnesses = _per_run(trials_meta.column("harness"), starts, lambda values: tuple(sorted(set(values))))
         return list(
             zip(
-                summary.column("engine_min").to_pylist(),
+                engine,
                 firsts.column("flags").to_pylist(),
                 firsts.column("env").to_pylist(),
-                (tuple(sorted(v)) for v in summary.column("driver_distinct").to_pylist()),
-                (tuple(sorted(v)) for v in summary.column("harness_distinct").to_pylist()),
+                drivers,
+                harnesses,
                 strict=True,
             )
         )
