@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -104,10 +105,26 @@ def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
     return records
 
 
+_WORD = re.compile(r"\S+")
+
+
+def collapsed_prefix(text: str, limit: int) -> str:
+    """``" ".join(text.split())[:limit]`` without splitting the whole of a long text."""
+    words: list[str] = []
+    size = -1
+    for match in _WORD.finditer(text):
+        word = match.group()
+        words.append(word)
+        size += len(word) + 1
+        if size >= limit:
+            break
+    return " ".join(words)[:limit]
+
+
 def fallback_script(records: list[SearchRecord]) -> bytes:
     """A classic script defining ``window.SEARCH_RECORDS`` (loadable from ``file://``)."""
     data = [
-        {"u": r.url, "t": r.title, "k": r.kind, "x": " ".join(r.text.split())[:FALLBACK_TEXT_CHARS]}
+        {"u": r.url, "t": r.title, "k": r.kind, "x": collapsed_prefix(r.text, FALLBACK_TEXT_CHARS)}
         for r in records
     ]
     return b"window.SEARCH_RECORDS=" + dumps_for_script(data).encode("utf-8") + b";\n"

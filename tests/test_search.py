@@ -7,10 +7,18 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builder.config import load_config
 from builder.pipeline import build
-from builder.search import SearchRecord, fallback_script, faq_record_html, is_indexed_page
+from builder.search import (
+    SearchRecord,
+    collapsed_prefix,
+    fallback_script,
+    faq_record_html,
+    is_indexed_page,
+)
 from tests.conftest import REPO
 
 
@@ -108,3 +116,14 @@ def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
         "form", role="search"
     )
     assert header is not None and header["action"] == "search/index.html" and header["method"] == "get"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("ab \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000")), max_size=60
+    ),
+    st.integers(0, 30),
+)
+def test_collapsed_prefix_is_split_join_cut(text: str, limit: int) -> None:
+    assert collapsed_prefix(text, limit) == " ".join(text.split())[:limit]
