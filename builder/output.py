@@ -40,7 +40,7 @@ def check_output_dir(out: Path, root: Path) -> None:
             )
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
+def _link_or_copy(source: str | Path, target: str | Path) -> None:
     """Reuse an unchanged file of the previous output: a hard link costs no copy and no space."""
     try:
         os.link(source, target)
@@ -51,17 +51,20 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, Path]) -> None:
-    made: set[Path] = set()
+    # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
+    base = os.fspath(target)
+    made: set[str] = set()
     for rel in sorted({*files, *reuse}):
-        path = target / rel
-        parent = path.parent
+        path = f"{base}/{rel}"
+        parent = path.rpartition("/")[0]
         if parent not in made:
-            parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(parent, exist_ok=True)
             made.add(parent)
-        if rel in files:
-            path.write_bytes(files[rel])
+        data = files.get(rel)
+        if data is not None:
+            Path(path).write_bytes(data)
         else:
-            _link_or_copy(reuse[rel], path)
+            _link_or_copy(os.fspath(reuse[rel]), path)
     (target / MARKER).write_bytes(MARKER_TEXT)
 
 
