@@ -51,6 +51,9 @@ class RowEntry:
     errors: list[Problem]
     rows: int
     """Valid rows the file contributed (their typed rows are in :attr:`RowCache.typed`)."""
+    plain: bool = False
+    """:attr:`builder.rowfile.ParsedFile.plain`: row ``r`` is line ``r + 2`` (else finding a row's
+    line re-reads and parses the file: the downloads ask for every row's line)."""
 
 
 @dataclass
@@ -163,7 +166,7 @@ def load_rows(
             and entry.context == _context(entry.recipes, entry.nodes, known_recipes, known_nodes)
             and source.rel in old_slices
         ):
-            item = ParsedFile(source, None, ragged=entry.ragged)
+            item = ParsedFile(source, None, ragged=entry.ragged, plain=entry.plain)
             item.reported = set(entry.reported)
             parsed[index] = item
             tables[index] = old_slices[source.rel]
@@ -203,6 +206,7 @@ def load_rows(
                 reported=frozenset(item.reported),
                 errors=by_path.get(item.source.rel, []),
                 rows=t1 - t0,
+                plain=item.plain,
             )
         if whole:
             cache.entries = {f.rel: entries[f.rel] for f in files}
