@@ -143,7 +143,8 @@ def bench_cli(root: Path, runs: int, cold_runs: int) -> dict[str, tuple[float, i
 
 
 def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]]:
-    """The dev server's builder in-process (``builder.preview.PreviewBuilder``, what ``serve`` calls).
+    """The dev server's builder in-process (``builder.preview.PreviewBuilder``, what ``serve`` calls;
+    ``serve`` runs it in a child process of its own with one render worker per core, as here).
 
     A save is answered in two steps: the saved recipe's page first (``builder.quickpage``), then the
     full rebuild (``followup``). "edit one recipe" is the first step: when the page the author looks
@@ -157,7 +158,7 @@ def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        preview = PreviewBuilder(root)
+        preview = PreviewBuilder(root, workers=None)
         first = preview(None)
         assert first.ok, first.problems
         times.append(time.perf_counter() - start)
@@ -217,7 +218,7 @@ def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float
     site_templates = root / "templates"
     shutil.copytree(config.templates, site_templates)
     try:
-        preview2 = PreviewBuilder(root)
+        preview2 = PreviewBuilder(root, workers=None)
         assert preview2(None).ok
         template = site_templates / "recipe.html"
         text = template.read_text(encoding="utf-8")
