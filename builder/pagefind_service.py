@@ -15,8 +15,10 @@ come in request order; the binary exits when its stdin closes.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -51,15 +53,25 @@ class IndexOptions:
 
 
 def executable() -> Path:
-    """The Pagefind binary the ``pagefind`` package would run (its ``extended`` build when installed)."""
-    try:
-        from pagefind.service import get_executable
-    except ImportError:
-        raise SearchIndexError("cannot run Pagefind: the pagefind package is not installed") from None
-    binary = get_executable()
-    if binary is None:
-        raise SearchIndexError("cannot run Pagefind: no Pagefind binary found (install pagefind[extended])")
-    return binary
+    """The Pagefind binary, found as the ``pagefind`` package finds it (``PAGEFIND_BINARY_PATH``, the
+    ``extended`` build, the plain one, then ``PATH``) without importing that package's asyncio client."""
+    configured = os.environ.get("PAGEFIND_BINARY_PATH")
+    if configured:
+        return Path(configured)
+    for package in ("pagefind_bin_extended", "pagefind_bin"):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        try:
+            return Path(module.get_executable())
+        except FileNotFoundError:
+            continue
+    for name in ("pagefind_extended", "pagefind"):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    raise SearchIndexError("cannot run Pagefind: no Pagefind binary found (install pagefind[extended])")
 
 
 def index_sets(

@@ -84,3 +84,14 @@ def test_a_missing_binary_is_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path:
 def test_only_kept_files_are_returned() -> None:
     bundle = index_sets({"x": SETS["one"]}, OPTIONS, keep=lambda path: path.startswith("fragment/"))["x"]
     assert len(bundle) == len(SETS["one"]) and all(p.startswith("fragment/") for p in bundle)
+
+
+def test_the_binary_is_found_as_the_pagefind_package_finds_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from pagefind.service import get_executable
+
+    monkeypatch.delenv("PAGEFIND_BINARY_PATH", raising=False)
+    assert pagefind_service.executable() == get_executable()
+    monkeypatch.setenv("PAGEFIND_BINARY_PATH", str(tmp_path / "mine"))
+    assert pagefind_service.executable() == tmp_path / "mine"
