@@ -28,10 +28,9 @@ from collections import defaultdict
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -41,6 +40,8 @@ from builder import deps
 from builder.arrowjson import json_arrays
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
+from builder.export_table import Export, export_table
+from builder.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.feeds import NEWS_FEED
 from builder.flags import serve_command
 from builder.load import Site
@@ -65,92 +66,6 @@ Output = dict[str, bytes]
 
 def recipe_api_path(slug: str) -> str:
     return f"api/recipes/{slug}.json"
-
-
-def status_codes(recon: Reconciliation, row_ids: np.ndarray) -> tuple[list[RowStatus], np.ndarray]:
-    """The distinct statuses of ``row_ids`` and, per row, the index of its status in that list."""
-    kinds = list(recon.kinds)
-    if not recon.statuses:
-        return kinds, recon.kind_of_row[row_ids].astype(np.int32)
-    # Statuses set one by one (tests, hand-made reconciliations): looked up row by row.
-    index = {id(kind): number for number, kind in enumerate(kinds)}
-    codes = np.empty(len(row_ids), np.int32)
-    for position, row_id in enumerate(row_ids.tolist()):
-        status = recon.status(row_id)
-        if id(status) not in index:
-            index[id(status)] = len(kinds)
-            kinds.append(status)
-        codes[position] = index[id(status)]
-    return kinds, codes
-
-
-def _source_lines(site: Site, file_ids: np.ndarray, file_rows: np.ndarray) -> np.ndarray:
-    """Physical line of each row in its file; rows of one file are contiguous (row-id order)."""
-    lines = np.empty(len(file_ids), np.int32)
-    if len(file_ids) == 0:
-        return lines
-    starts = np.flatnonzero(np.diff(file_ids, prepend=-1))
-    ends = np.append(starts[1:], len(file_ids))
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        parsed = site.row_files[int(file_ids[start])]
-        rows = file_rows[start:end]
-        first, last = parsed.line_of(int(rows[0])), parsed.line_of(int(rows[-1]))
-        # Lines grow with rows, so equal spans mean one line per row: no need to ask each row.
-        if last - first == int(rows[-1]) - int(rows[0]):
-            lines[start:end] = rows - rows[0] + first
-        else:
-            lines[start:end] = [parsed.line_of(r) for r in rows.tolist()]
-    return lines
-
-
-class Export(NamedTuple):
-    """The export table (:func:`export_rows`) with the distinct statuses and each row's index into them."""
-
-    table: pa.Table
-    kinds: list[RowStatus]
-    codes: np.ndarray
-
-    def of(self, recipes: Collection[str]) -> Export:
-        """The rows of ``recipes`` only."""
-        keep = pc.is_in(self.table.column("recipe"), pa.array(sorted(recipes), pa.string()))
-        return Export(self.table.filter(keep), self.kinds, self.codes[np.asarray(keep)])
-
-
-def _export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | None) -> Export:
-    """:func:`export_rows` as an :class:`Export`."""
-    # The typed Arrow table DuckDB queries as ``rows``, read directly: no copy out of DuckDB.
-    table = site.rows.select([*ROW_COLUMNS, "file_id", "file_row"])
-    if recipes is not None:
-        table = table.filter(pc.is_in(table.column("recipe"), pa.array(sorted(recipes), pa.string())))
-    row_ids = table.column("row_id").to_numpy()
-    if len(row_ids) > 1 and not np.all(row_ids[1:] > row_ids[:-1]):
-        order = np.argsort(row_ids, kind="stable")
-        table, row_ids = table.take(pa.array(order)), row_ids[order]
-    # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
-    table = table.combine_chunks()
-    kinds, codes = status_codes(recon, row_ids)
-    file_ids = table.column("file_id").to_numpy()
-    files = pa.array([parsed.source.rel for parsed in site.row_files], pa.string())
-    lines = _source_lines(site, file_ids, table.column("file_row").to_numpy())
-    table = table.drop_columns(["file_id", "file_row"])
-    take = pa.array(codes)
-    extra = {
-        "status": pa.array([s.status for s in kinds], pa.string()).take(take),
-        "differences": pa.array(
-            ["; ".join(d.describe() for d in s.differences) or None for s in kinds], pa.string()
-        ).take(take),
-        "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()).take(take),
-        "source_file": files.take(pa.array(file_ids)),
-        "source_line": pa.array(lines, pa.int32()),
-    }
-    for name, column in extra.items():
-        table = table.append_column(name, column)
-    return Export(table, kinds, codes)
-
-
-def export_rows(site: Site, recon: Reconciliation, recipes: Collection[str] | None = None) -> pa.Table:
-    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id order."""
-    return _export_table(site, recon, recipes).table
 
 
 def recipes_table(site: Site) -> pa.Table:
@@ -361,7 +276,7 @@ def recipe_documents(
     """
     slugs = sorted(site.recipes if only is None else only)
     if export is None:
-        export = _export_table(site, recon, None if only is None else slugs)
+        export = export_table(site, recon, None if only is None else slugs)
     elif only is not None and len(slugs) < len(site.recipes):
         export = export.of(slugs)
     rows = _rows_json(export)
@@ -429,7 +344,7 @@ def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse:
         return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
 
     def site_wide() -> Output:
-        export.append(_export_table(site, recon, None))
+        export.append(export_table(site, recon, None))
         table = export[0].table
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads") as pool:
             database = pool.submit(
