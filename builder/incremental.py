@@ -864,7 +864,8 @@ class IncrementalBuilder:
             self._cache, self._markdown, self._cache_code = None, None, code
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
-        loaded = self._reuse_loaded(config, state, inputs) or load_and_reconcile(config, cache=cache)
+        reused = self._reuse_loaded(config, state, inputs)
+        loaded = reused or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
@@ -877,7 +878,9 @@ class IncrementalBuilder:
         assert loaded.recon is not None
         site = loaded.site
         markdown = Markdown(self._markdown if self._markdown is not None else {})
-        ctx = make_context(site, loaded.recon, markdown)
+        ctx = make_context(
+            site, loaded.recon, markdown, self._context.rows if reused and self._context else None
+        )
         jobs = page_jobs(ctx)
         lap("prepare")
 

@@ -187,7 +187,14 @@ class RenderContext:
             return f"templates/{path.name}"
 
 
-def make_context(site: Site, recon: Reconciliation, markdown: Markdown | None = None) -> RenderContext:
+def make_context(
+    site: Site,
+    recon: Reconciliation,
+    markdown: Markdown | None = None,
+    rows: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> RenderContext:
+    """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
+    template edit), with the recipes it already converted."""
     config = site.config
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
@@ -197,7 +204,7 @@ def make_context(site: Site, recon: Reconciliation, markdown: Markdown | None = 
         env=make_environment(config.templates),
         markdown=markdown or Markdown(),
         assets=assets,
-        rows=rows_by_recipe(site),
+        rows=rows if rows is not None else rows_by_recipe(site),
         cases_by_recipe=case_studies_by_recipe(site),
         build_date=today(config),
         comparisons=comparison_slugs(site),
