@@ -29,6 +29,7 @@ Where the record lives
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -526,6 +527,9 @@ def render_jobs(
     # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
     # the children's own. Close it, fork, and give every process a fresh one.
     ctx.site.con.close()
+    # The site's objects outlive the workers: kept out of their garbage collector's passes, which
+    # would otherwise walk (and, writing to their headers, copy) every page of the inherited heap.
+    gc.freeze()
     try:
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init
@@ -537,6 +541,7 @@ def render_jobs(
                 if progress is not None:
                     progress("render", len(results), total)
     finally:
+        gc.unfreeze()
         _FORK = None
         _connect(ctx.site)
     return results
