@@ -26,22 +26,29 @@ STATUS_LABELS = {
 }
 
 
+def _labels(finding: Finding) -> dict[str, Any]:
+    """What both a finding's full view and its table row show besides its figures."""
+    label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
+    return {
+        "anchor": f"finding-{finding.id}",
+        "metric_label": label,
+        "unit": unit,
+        "setting_text": finding.setting_text(),
+        "change_pct": f"{finding.change * 100:+.1f}%",
+        "band_pct": f"±{finding.noise.relative * 100:.1f}%",
+    }
+
+
 def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
     """The finding as templates see it: its JSON contract plus labels and links."""
     data = finding.as_json()
     for run_json, (run, _) in zip(data["runs"], finding.runs, strict=True):
         run_json["row_ids"] = list(run.row_ids)
-    label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
     recipe = site.recipes.get(finding.recipe)
     data.update(
-        anchor=f"finding-{finding.id}",
-        metric_label=label,
-        unit=unit,
+        _labels(finding),
         recipe_title=recipe.meta.title if recipe else finding.recipe,
-        setting_text=finding.setting_text(),
         hardware_name=site.hardware_name(finding.setting["hardware"]),
-        change_pct=f"{finding.change * 100:+.1f}%",
-        band_pct=f"±{finding.noise.relative * 100:.1f}%",
         is_open=finding.is_open,
         updated=finding.date,
         row_ids=sorted(finding.row_ids),
@@ -61,20 +68,12 @@ FEED_ENTRIES = 50
 def finding_row(finding: Finding, site: Site) -> dict[str, Any]:
     """A finding as one row of a table: what it is and by how much, without the runs' details."""
     earlier, later = finding.earlier, finding.later
-    change = later.value / earlier.value - 1.0
-    label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
-    explanation = finding.explanation
     return {
-        "anchor": f"finding-{finding.id}",
-        "metric_label": label,
-        "unit": unit,
-        "setting_text": finding.setting_text(),
+        **_labels(finding),
         "earlier": {"value": earlier.value, "dates": [d.isoformat() for d in earlier.dates]},
         "later": {"value": later.value, "dates": [d.isoformat() for d in later.dates]},
-        "change_pct": f"{change * 100:+.1f}%",
         "direction": finding.direction,
-        "band_pct": f"±{finding.noise.relative * 100:.1f}%",
-        "explained_by": [d.field for d in explanation.explained_by],
+        "explained_by": [d.field for d in finding.explanation.explained_by],
         "row_ids": sorted(finding.row_ids),
     }
 

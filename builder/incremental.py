@@ -717,8 +717,9 @@ class IncrementalBuilder:
         except BuilderError as exc:
             return BuildReport(problems=[exc.problem()], cache_note=self._cache_note)
 
-    def quick(self, changed: set[Path] | frozenset[Path]) -> list[str] | None:
-        """Write at once the one recipe page a single saved file changes (:mod:`builder.quickpage`).
+    def quick(self, source: Path, data: bytes) -> list[str] | None:
+        """Write at once the one recipe page that saving ``data`` in ``source`` changes
+        (:mod:`builder.quickpage`).
 
         Returns the output paths written, or ``None`` when there is no quick answer; either way a
         :meth:`build` must follow. The page's record gets the new bytes' digest, so that build
@@ -729,22 +730,21 @@ class IncrementalBuilder:
         from builder.quickpage import quick_recipe_page
 
         state, ctx = self._state, self._context
-        if state is None or ctx is None or self.atomic or len(changed) != 1:
+        if state is None or ctx is None or self.atomic:
             return None
-        [source] = changed
         try:
             rel = source.resolve().relative_to(self.config.root.resolve()).as_posix()
-            if state.inputs.digests.get(rel) == digest_bytes(source.read_bytes()):
-                return None  # saved unchanged: the build that follows finds nothing to do
         except (OSError, ValueError):
-            return None
+            return None  # outside the root: a full build says what it is
+        if state.inputs.digests.get(rel) == digest_bytes(data):
+            return None  # saved unchanged: the build that follows finds nothing to do
         if self._quick_con is None:
             import duckdb
 
             # Opening a connection costs ~50 ms; quick pages share one, single-threaded (tiny data).
             self._quick_con = duckdb.connect()
             self._quick_con.execute("SET threads = 1")
-        pages = quick_recipe_page(ctx, changed, self._quick_con)
+        pages = quick_recipe_page(ctx, rel, data, self._quick_con)
         if not pages or any(path not in state.outputs for path in pages):
             return None
         pages = {p: data for p, data in pages.items() if state.outputs[p].digest != digest_bytes(data)}

@@ -94,7 +94,7 @@ class PreviewBuilder:
         if self._quick_done.get(path) == data:
             return None  # answered already: this is the full rebuild's turn
         try:
-            written = self.engine.quick(changed)
+            written = self.engine.quick(path, data)
         except Exception:  # the full rebuild that follows reports whatever went wrong
             written = None
         if written is None:

@@ -16,8 +16,7 @@ handles it and reports its problems.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 import duckdb
 import numpy as np
@@ -36,22 +35,13 @@ from builder.views import rows_by_recipe
 
 
 def quick_recipe_page(
-    ctx: RenderContext, changed: Collection[Path], con: duckdb.DuckDBPyConnection
+    ctx: RenderContext, rel: str, data: bytes, con: duckdb.DuckDBPyConnection
 ) -> dict[str, bytes] | None:
-    """``{output path: bytes}`` of the recipe page a single saved file changes, or ``None``.
+    """``{output path: bytes}`` of the recipe page that saving ``data`` as ``rel`` (a path from the
+    site root) changes, or ``None``.
 
     ``con`` is a DuckDB connection the caller keeps for these (opening one costs tens of ms); the
     tables registered on it are removed again."""
-    if len(changed) != 1:
-        return None
-    site = ctx.site
-    root = site.config.root
-    [path] = changed
-    try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-        data = path.read_bytes()
-    except (OSError, ValueError):
-        return None  # deleted, unreadable or outside the root: a full build says what happened
     parts = PurePosixPath(rel).parts
     if len(parts) == 3 and parts[:2] == ("content", "recipes") and rel.endswith(".md"):
         return _recipe_edit(ctx, rel, data, con)
