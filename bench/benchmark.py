@@ -74,33 +74,13 @@ def median_of(runs: int, prepare: Callable[[int], None], args: list[str]) -> tup
 
 def load_stage(root: Path, runs: int) -> tuple[float, int, list[float]]:
     """Median of the ``load`` lap a clean build reports with ``--verbose`` (load, validate, reconcile)."""
+    from bench_outputs import build as verbose_build
+
     times: list[float] = []
     out = root.parent / f"{root.name}-load-stage-out"
     for _ in range(runs):
         shutil.rmtree(out, ignore_errors=True)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "builder",
-                "build",
-                "--root",
-                str(root),
-                "--out",
-                str(out),
-                "--no-cache",
-                "--verbose",
-            ],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if proc.returncode != 0:
-            raise SystemExit(f"build of {root} failed:\n{proc.stderr}")
-        words = proc.stdout.split()
-        lap = words[words.index("load") + 1]
-        times.append(float(lap.rstrip("s")))
+        times.append(verbose_build(root, out, "--no-cache")[1]["load"])
     shutil.rmtree(out, ignore_errors=True)
     return statistics.median(times), 0, times
 
