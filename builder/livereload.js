@@ -12,31 +12,36 @@
   let since = Number(script.dataset.epoch);
   let first = script.dataset.broken === "1";
 
+  // The position still being restored, if any: a reload that comes before it sticks (a second
+  // rebuild touching this page) must carry it on, not the clamped position of a half-laid-out page.
+  let restoring = null;
   const saved = sessionStorage.getItem(scrollKey);
   if (saved) {
     sessionStorage.removeItem(scrollKey);
     const [x, y] = JSON.parse(saved);
+    restoring = [x, y];
     if ("scrollRestoration" in history) history.scrollRestoration = "manual";
     // The page may still be growing (styles, fonts, late layout, a machine busy rebuilding): keep
     // restoring until the position sticks, for up to 10 s, but never against the reader: any
     // scrolling of their own ends it.
     const until = performance.now() + 10000;
     let mine = false;
-    const stop = () => { mine = true; };
+    const stop = () => { mine = true; restoring = null; };
     for (const type of ["wheel", "touchstart", "keydown", "mousedown"]) {
       window.addEventListener(type, stop, { once: true, passive: true });
     }
     const restore = () => {
       if (mine) return;
       window.scrollTo(x, y);
-      if (Math.abs(window.scrollY - y) >= 1 && performance.now() < until) requestAnimationFrame(restore);
+      if (Math.abs(window.scrollY - y) < 1 || performance.now() >= until) restoring = null;
+      else requestAnimationFrame(restore);
     };
     restore();
     window.addEventListener("load", restore, { once: true });
   }
 
   function reload() {
-    sessionStorage.setItem(scrollKey, JSON.stringify([window.scrollX, window.scrollY]));
+    sessionStorage.setItem(scrollKey, JSON.stringify(restoring || [window.scrollX, window.scrollY]));
     location.reload();
   }
 

@@ -100,7 +100,17 @@ def test_live_reload_overlay_and_recovery(site: Path, serve: str, page) -> None:
     assert "Tiny model on a test GPU" in h1.inner_text()
     page.evaluate("window.scrollTo(0, 1500)")
     page.wait_for_function("window.scrollY >= 1400")
-    scrolled = page.evaluate("window.scrollY")
+    # Charts coming into view are drawn and the browser keeps the content in place (scroll
+    # anchoring): the position to keep is the one the page settles at.
+    scrolled = page.evaluate(
+        """() => new Promise((done) => {
+            let last = window.scrollY;
+            const check = () => setTimeout(() => {
+                if (window.scrollY === last) done(last); else { last = window.scrollY; check(); }
+            }, 500);
+            check();
+        })"""
+    )
 
     # 1. Edit the recipe: the open page changes by itself, at the same scroll position.
     recipe = site / "content/recipes/tiny.md"
