@@ -25,23 +25,36 @@ Where the record lives
     ``<root>/.cache/builder/incremental/<hash of the output path>/``: ``state.pickle`` (input and
     output digests, small: read by every build) and ``load.pickle`` + ``rows.arrow`` (the load
     cache), each with a checksum. Anything unreadable is discarded and the build starts clean.
+
+Around it: the record and the no-op check (:mod:`builder.build_state`), dependency digests and the
+reuse of earlier outputs (:mod:`builder.depindex`), rendering in worker processes
+(:mod:`builder.render_pool`).
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
-import pickle
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.errors import BuildAborted, BuilderError, Problem
-from builder.inputs import PACKAGE_DIR, Inputs, Sources, rescan_paths, scan_inputs
+from builder.build_state import (
+    BuildReport,
+    CacheCorrupt,
+    OutputRecord,
+    State,
+    dir_stat,
+    environment_key,
+    output_changes,
+    read_cache,
+    state_dir,
+    write_cache,
+)
+from builder.depindex import KEPT, DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
+from builder.errors import BuildAborted, BuilderError
+from builder.inputs import Inputs, rescan_paths, scan_inputs
+from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
@@ -49,613 +62,6 @@ if TYPE_CHECKING:
     from builder.loadcache import LoadCache
     from builder.pipeline import Loaded
     from builder.render import RenderContext
-
-FORMAT = 2
-"""Bumped whenever what the cache files hold changes shape."""
-MAGIC = b"llm-recipes-builder cache\n"
-MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
-
-Progress = Callable[[str, int, int], None]
-"""``progress(stage, done, total)``, called from the building thread."""
-
-
-@dataclass
-class BuildReport:
-    """What one build did."""
-
-    written: list[str] = field(default_factory=list)
-    """Output files added or changed, relative to the output folder, ``/``-separated, sorted."""
-    removed: list[str] = field(default_factory=list)
-    """Output files that no longer exist, same form, sorted."""
-    problems: list[Problem] = field(default_factory=list)
-    """Errors that stopped the build; the previous output is untouched when there are any."""
-    warnings: list[Problem] = field(default_factory=list)
-    """Problems that did not stop it."""
-    files: int = 0
-    """Files in the published output."""
-    rows: int = 0
-    """Rows loaded."""
-    rendered: int = 0
-    """Pages rendered by this build (the others were reused)."""
-    reused: int = 0
-    """Pages whose previous file was kept."""
-    noop: bool = False
-    """Nothing changed: no stage beyond the input scan ran."""
-    cache_note: str | None = None
-    """Why the build cache was discarded, when it was (corrupt, from another version)."""
-    seconds: dict[str, float] = field(default_factory=dict)
-    """Wall time per stage."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def summary(self) -> str:
-        total = sum(self.seconds.values())
-        parts = " ".join(f"{name} {secs:.2f}s" for name, secs in self.seconds.items())
-        return f"{parts} | total {total:.2f}s"
-
-
-# --------------------------------------------------------------------------------------------------
-# Cache files: pickles with a checksum, written atomically.
-
-
-class CacheCorrupt(Exception):
-    """A cache file exists but cannot be trusted."""
-
-
-def _write_cache(path: Path, obj: Any) -> None:
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    digest = hashlib.blake2b(payload, digest_size=32).digest()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest + payload)
-    os.replace(tmp, path)
-
-
-def _read_cache(path: Path) -> Any:
-    """The object stored at ``path``; None when there is none; :class:`CacheCorrupt` when unreadable."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror}") from None
-    head = len(MAGIC) + 4 + 32
-    if len(data) < head or not data.startswith(MAGIC):
-        raise CacheCorrupt(f"{path.name} is not a cache file")
-    if int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "little") != FORMAT:
-        raise CacheCorrupt(f"{path.name} is from another version of the builder")
-    digest, payload = data[len(MAGIC) + 4 : head], data[head:]
-    if hashlib.blake2b(payload, digest_size=32).digest() != digest:
-        raise CacheCorrupt(f"{path.name} fails its checksum")
-    try:
-        return pickle.loads(payload)
-    except Exception as exc:  # a checksum-valid file from a different code shape
-        raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
-
-
-# --------------------------------------------------------------------------------------------------
-# The record of the previous build.
-
-OutStat = tuple[int, int, int]
-"""(inode, size, mtime_ns) of a published file; a hard link keeps all three."""
-
-
-@dataclass
-class OutputRecord:
-    fingerprint: bytes | None
-    """Hash of what the file was made from; None when that is not known (rendered every time)."""
-    digest: bytes
-    """Hash of the file's bytes."""
-    templates: tuple[str, ...]
-    """Templates loaded while rendering it."""
-    stat: OutStat
-
-
-@dataclass
-class State:
-    inputs: Inputs
-    environment: bytes
-    """Toolchain, build date and everything else global that is not a file."""
-    outputs: dict[str, OutputRecord]
-    warnings: list[Problem]
-    files: int
-    rows: int
-    out_dir: OutStat | None = None
-    memo: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
-    """Keys of :class:`builder.deps.Reuse` → the output files they produced."""
-
-
-def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
-    """Global inputs that are not files: the interpreter, library versions, the build date."""
-    import datetime as dt
-
-    if source_date_epoch is not None:
-        day = dt.datetime.fromtimestamp(source_date_epoch, tz=dt.UTC).date()
-    else:
-        day = dt.datetime.now(tz=dt.UTC).date()
-    parts = [sys.version, f"epoch={source_date_epoch}", f"day={day.isoformat()}", str(config.templates)]
-    wanted = (
-        "duckdb",
-        "pyarrow",
-        "jinja2",
-        "markdown_it_py",
-        "mdit_py_plugins",
-        "markupsafe",
-        "altair",
-        "vl_convert_python",
-        "pydantic",
-        "pydantic_core",
-        "pagefind",
-        "pyyaml",
-        "numpy",
-        "orjson",
-    )
-    # Installed versions, from the names of their dist-info folders (importing them would cost the
-    # no-op build its budget). Only package folders count: the current directory is on sys.path too.
-    for folder in sys.path:
-        if not folder.endswith(("site-packages", "dist-packages")):
-            continue
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        parts.extend(
-            name
-            for name in sorted(names)
-            if name.endswith(".dist-info") and name.lower().replace("-", "_").startswith(wanted)
-        )
-    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).digest()
-
-
-def _source_date_epoch() -> int | None:
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    return int(epoch) if epoch and epoch.isdigit() else None
-
-
-def _walk_output(out: Path) -> dict[str, OutStat]:
-    found: dict[str, OutStat] = {}
-    stack = [("", str(out))]
-    while stack:
-        prefix, path = stack.pop()
-        try:
-            entries = list(os.scandir(path))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((f"{prefix}{entry.name}/", entry.path))
-            else:
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                found[prefix + entry.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    found.pop(MARKER, None)
-    return found
-
-
-def _dir_stat(path: Path) -> OutStat | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_dev, 0)
-
-
-def state_dir(root: Path, out: Path) -> Path:
-    key = hashlib.blake2b(str(out).encode(), digest_size=8).hexdigest()
-    return root / ".cache" / "builder" / "incremental" / key
-
-
-@dataclass(frozen=True)
-class _QuickSources:
-    root: Path
-    templates: Path
-
-
-def locate_templates(root: Path) -> Path:
-    """The templates a site uses (the rule of :func:`builder.config.load_config`, without pydantic)."""
-    own = root / "templates"
-    if (own / "base.html").is_file():
-        return own
-    beside = PACKAGE_DIR.parent / "templates"
-    return beside if (beside / "base.html").is_file() else PACKAGE_DIR / "_templates"
-
-
-def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
-    """The report of a build with nothing to do, found without importing the heavy stages; else None.
-
-    ``build`` calls this first, so a no-op build costs a scan of the inputs and of the output.
-    """
-    start = time.perf_counter()
-    root_path = Path(root).resolve()
-    out_path = Path(out).resolve() if out is not None else root_path / "site"
-    sources = _QuickSources(root_path, locate_templates(root_path))
-    try:
-        state = _read_cache(state_dir(root_path, out_path) / "state.pickle")
-    except CacheCorrupt:
-        return None
-    if not isinstance(state, State):
-        return None
-    if environment_key(sources, _source_date_epoch()) != state.environment:
-        return None
-    inputs = scan_inputs(sources, state.inputs)
-    if inputs.digests != state.inputs.digests:
-        return None
-    if _output_changes(out_path, state) != (set(), set()):
-        return None
-    from builder.output import remove_leftovers  # light: os, shutil, tempfile
-
-    remove_leftovers(out_path)
-    if inputs.stats != state.inputs.stats:
-        # Same content, new stat (touched, or rewritten identically): remember it for next time.
-        state.inputs = inputs
-        try:
-            _write_cache(state_dir(root_path, out_path) / "state.pickle", state)
-        except OSError:
-            pass
-    return BuildReport(
-        warnings=list(state.warnings),
-        files=state.files,
-        rows=state.rows,
-        noop=True,
-        seconds={"scan": time.perf_counter() - start},
-    )
-
-
-def _output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:
-    """(damaged: recorded files missing or modified, extra: files nobody recorded)."""
-    if _dir_stat(out) != state.out_dir or not (out / MARKER).is_file():
-        return set(state.outputs) or {MARKER}, set()
-    found = _walk_output(out)
-    damaged = {rel for rel, rec in state.outputs.items() if found.get(rel) != rec.stat}
-    extra = set(found) - set(state.outputs)
-    return damaged, extra
-
-
-# --------------------------------------------------------------------------------------------------
-# Dependency digests.
-
-
-def _h(*parts: bytes | str) -> bytes:
-    hasher = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        data = part.encode() if isinstance(part, str) else part
-        hasher.update(len(data).to_bytes(8, "little"))
-        hasher.update(data)
-    return hasher.digest()
-
-
-GLOBAL_PREFIXES = ("@builder/", "templates/static/")
-
-
-def global_digest(inputs: Inputs, environment: bytes) -> bytes:
-    parts: list[bytes | str] = [environment]
-    for key in sorted(inputs.digests):
-        if (
-            key == "site.yaml"
-            or key.startswith(GLOBAL_PREFIXES)
-            or (key.startswith("data/") and not key.startswith("data/rows/"))
-        ):
-            parts += [key, inputs.digests[key]]
-    return _h(*parts)
-
-
-class DepIndex:
-    """Digests of the dependency vocabulary of :mod:`builder.deps` for one build."""
-
-    def __init__(self, inputs: Inputs, cache: LoadCache, site: Any) -> None:
-        self.inputs = inputs
-        self.site = site
-        self.front: dict[str, bytes] = {}
-        for (rel, _digest), entry in cache.pages.items():
-            if (rel, _digest) in cache.used_pages:
-                self.front[rel] = entry.front_digest
-        self.rows_of: dict[str, list[bytes | str]] = {}
-        for rel, row_entry in cache.rows.entries.items():
-            for slug in row_entry.recipes:
-                self.rows_of.setdefault(slug, []).extend([rel, row_entry.digest])
-        self._memo: dict[str, bytes | None] = {}
-
-    def _files(self, prefix: str) -> bytes:
-        parts: list[bytes | str] = []
-        for key in sorted(k for k in self.inputs.digests if k.startswith(prefix)):
-            parts += [key, self.inputs.digests[key]]
-        return _h(prefix, *parts)
-
-    def digest(self, dep: str) -> bytes | None:
-        """None for a dependency this index does not know: the job is then rendered every time."""
-        if dep in self._memo:
-            return self._memo[dep]
-        value = self._digest(dep)
-        self._memo[dep] = value
-        return value
-
-    def _digest(self, dep: str) -> bytes | None:
-        kind, _, arg = dep.partition(":")
-        if dep == "recipes":
-            parts: list[bytes | str] = []
-            for slug in sorted(self.site.recipes):
-                rel = f"content/recipes/{slug}.md"
-                parts += [slug, self.front.get(rel, b"?")]
-            return _h("recipes", *parts)
-        if dep == "models":
-            pairs = [f"{slug}\0{self.site.recipes[slug].meta.model}" for slug in sorted(self.site.recipes)]
-            return _h("models", *pairs)
-        if dep == "recipe-files":
-            return self._files("content/recipes/")
-        if dep == "rows":
-            return self._files("data/rows/")
-        if dep == "case-studies":
-            return self._files("content/case-studies/")
-        if dep == "posts":
-            return self._files("content/posts/")
-        if kind == "file" and arg:
-            return _h(dep, self.inputs.digests.get(arg, b"-"))
-        if kind == "recipe" and arg:
-            rel = f"content/recipes/{arg}.md"
-            return _h(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
-        if kind == "model-files" and arg:
-            parts = []
-            for slug in sorted(self.site.recipes):
-                if self.site.recipes[slug].meta.model == arg:
-                    rel = f"content/recipes/{slug}.md"
-                    parts += [slug, self.inputs.digests.get(rel, b"-")]
-            return _h(dep, *parts)
-        if kind == "model" and arg:
-            # Front matter and rows of the model's recipes, not their bodies: a comparison page
-            # shows no prose, and a body edit should not re-render it.
-            parts = []
-            for slug in sorted(self.site.recipes):
-                if self.site.recipes[slug].meta.model == arg:
-                    parts += [
-                        slug,
-                        self.front.get(f"content/recipes/{slug}.md", b"?"),
-                        *self.rows_of.get(slug, []),
-                    ]
-            return _h(dep, *parts)
-        return None
-
-
-# --------------------------------------------------------------------------------------------------
-# Rendering page jobs, in this process or in forked workers.
-
-
-class _TemplateRecorder:
-    """Records which templates a page loads (extends, includes, imports, even missing ones)."""
-
-    def __init__(self, env: Any) -> None:
-        self.current: set[str] = set()
-        original = env._load_template
-
-        def load(name: Any, globals: Any) -> Any:
-            self.current.add(str(name))
-            return original(name, globals)
-
-        env._load_template = load
-
-
-@dataclass
-class _Rendered:
-    index: int
-    data: bytes | None
-    templates: tuple[str, ...]
-    error: tuple[str, str | None, int | None, str] | None = None
-    """(class name, path, line, message) of a BuilderError; class name "" for anything else."""
-
-
-def _render_one(
-    ctx: RenderContext, recorder: _TemplateRecorder, index: int, job: Callable[[], bytes]
-) -> _Rendered:
-    recorder.current = set()
-    try:
-        data = job()
-    except BuilderError as exc:
-        return _Rendered(index, None, (), (type(exc).__name__, exc.path, exc.line, exc.message))
-    return _Rendered(index, data, tuple(sorted(recorder.current)))
-
-
-# Handed to forked workers: a fork copies the parent's memory, so the render context (site, rows,
-# templates) reaches them without pickling. Set only while a pool is alive.
-_FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
-
-
-def _connect(site: Any) -> None:
-    """A fresh DuckDB connection over the site's Arrow rows (``rows`` is all a render may query)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.register("rows", site.rows)
-    site.con = con
-
-
-def _worker_init() -> None:
-    assert _FORK is not None
-    _connect(_FORK[0].site)
-
-
-def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str]]:
-    """Render some jobs; also return the markdown this worker rendered or used, for the parent's cache."""
-    assert _FORK is not None
-    ctx, recorder, jobs = _FORK
-    before = set(ctx.markdown.cache)
-    ctx.markdown.used = set()
-    results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
-    fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
-    return results, fresh, ctx.markdown.used
-
-
-def _worker_count(pending: int) -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
-    if pending < 48 or cores < 2 or sys.platform == "win32":
-        return 1
-    return min(cores, 8)
-
-
-def render_jobs(
-    ctx: RenderContext,
-    jobs: list[tuple[str, Callable[[], bytes]]],
-    pending: list[int],
-    progress: Progress | None,
-    workers: int | None,
-) -> list[_Rendered]:
-    """Render ``jobs[i]`` for every ``i`` in ``pending``; in forked workers when it pays."""
-    global _FORK
-    recorder = _TemplateRecorder(ctx.env)
-    count = workers if workers is not None else _worker_count(len(pending))
-    total = len(pending)
-    if count <= 1 or total < 2:
-        out = []
-        for done, index in enumerate(pending, start=1):
-            out.append(_render_one(ctx, recorder, index, jobs[index][1]))
-            if progress is not None:
-                progress("render", done, total)
-        return out
-    import concurrent.futures
-    import multiprocessing
-
-    # Interleaved chunks: neighbouring jobs cost alike, so each worker gets a fair share.
-    size = max(4, min(32, total // (count * 8) or 1))
-    chunks = [pending[i : i + size] for i in range(0, total, size)]
-    results: list[_Rendered] = []
-    _FORK = (ctx, recorder, jobs)
-    # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
-    # the children's own. Close it, fork, and give every process a fresh one.
-    ctx.site.con.close()
-    # The site's objects outlive the workers: kept out of their garbage collector's passes, which
-    # would otherwise walk (and, writing to their headers, copy) every page of the inherited heap.
-    gc.freeze()
-    try:
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init
-        ) as pool:
-            for chunk_results, fresh, used in pool.map(_worker_chunk, chunks):
-                results.extend(chunk_results)
-                ctx.markdown.cache.update(fresh)
-                ctx.markdown.used.update(used)
-                if progress is not None:
-                    progress("render", len(results), total)
-    finally:
-        gc.unfreeze()
-        _FORK = None
-        _connect(ctx.site)
-    return results
-
-
-def _raise_first(errors: list[_Rendered]) -> None:
-    from builder import errors as errors_module
-
-    first = min(errors, key=lambda r: r.index)
-    assert first.error is not None
-    name, path, line, message = first.error
-    cls = getattr(errors_module, name, None)
-    if isinstance(cls, type) and issubclass(cls, BuilderError) and cls is not BuildAborted:
-        raise cls(message, path, line)
-    raise BuilderError(message, path, line)
-
-
-# --------------------------------------------------------------------------------------------------
-
-
-class _Kept(bytes):
-    """Marks a file reused from the previous output: linked, never read unless a stage asks."""
-
-
-KEPT = _Kept()
-
-
-class StageMemo:
-    """The engine's :class:`builder.deps.Reuse`: previous outputs by key, read back from the output."""
-
-    def __init__(
-        self,
-        previous: dict[bytes, tuple[str, ...]],
-        usable: Callable[[str], bool],
-        out: Path,
-        glob: bytes,
-        deps_index: DepIndex,
-    ) -> None:
-        self.previous = previous
-        self.usable = usable
-        self.out = out
-        self.glob = glob
-        self.deps_index = deps_index
-        self.current: dict[bytes, tuple[str, ...]] = {}
-
-    def key(self, name: str, *deps: str) -> bytes | None:
-        parts: list[bytes | str] = [name]
-        for dep in deps:
-            value = self.deps_index.digest(dep)
-            if value is None:
-                return None
-            parts += [dep, value]
-        return _h(*parts)
-
-    def _earlier(self, key: bytes | None) -> tuple[bytes | None, dict[str, bytes] | None]:
-        if key is None:
-            return None, None
-        full = _h(self.glob, key)
-        paths = self.previous.get(full)
-        if paths is None or not all(self.usable(p) for p in paths):
-            return full, None
-        # Not read: the files are linked from the previous output as they are (see KEPT).
-        return full, dict.fromkeys(paths, KEPT)
-
-    def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
-        full, files = self._earlier(key)
-        if files is None:
-            files = compute()
-        if full is not None:
-            self.current[full] = tuple(sorted(files))
-        return files
-
-    def many(
-        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, dict[str, bytes]]]
-    ) -> dict[str, dict[str, bytes]]:
-        out: dict[str, dict[str, bytes]] = {}
-        fulls: dict[str, bytes | None] = {}
-        for name, key in keys.items():
-            fulls[name], files = self._earlier(key)
-            if files is not None:
-                out[name] = files
-        missing = set(keys) - set(out)
-        if missing:
-            computed = compute(missing)
-            for name in missing:
-                out[name] = dict(computed[name])
-        for name, full in fulls.items():
-            if full is not None:
-                self.current[full] = tuple(sorted(out[name]))
-        return out
-
-
-class OutputFiles(Mapping[str, bytes]):
-    """Every output file of this build: fresh bytes, or the previous file read when asked for."""
-
-    def __init__(self, fresh: dict[str, bytes], kept: dict[str, Path], out: Path) -> None:
-        self.fresh = fresh
-        self.kept = kept
-        self.out = out
-
-    def __getitem__(self, key: str) -> bytes:
-        data = self.fresh.get(key)
-        if data is not None and data is not KEPT:
-            return data
-        return (self.kept[key] if data is None else self.out / key).read_bytes()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted({*self.fresh, *self.kept}))
-
-    def __len__(self) -> int:
-        return len(self.fresh.keys() | self.kept.keys())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.fresh or key in self.kept
 
 
 class IncrementalBuilder:
@@ -827,7 +233,7 @@ class IncrementalBuilder:
             inputs = rescan_paths(config, state.inputs, set(changed)) or scan_inputs(config, state.inputs)
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
-        damaged, extra = _output_changes(config.out, state) if state is not None else (set(), set())
+        damaged, extra = output_changes(config.out, state) if state is not None else (set(), set())
         lap("scan")
         if state is not None and inputs.digests == state.inputs.digests and not damaged and not extra:
             from builder.output import remove_leftovers
@@ -861,7 +267,7 @@ class IncrementalBuilder:
             mark = now
 
         # Parses and rendered markdown depend on the builder's code too: another version, a fresh cache.
-        code = _h(
+        code = digest_parts(
             environment,
             *(f"{k}\0".encode() + v for k, v in sorted(inputs.digests.items()) if k.startswith("@builder/")),
         )
@@ -903,7 +309,7 @@ class IncrementalBuilder:
                 parts += [dep, value]
             for name in templates:
                 parts += [name, inputs.digests.get(f"templates/{name}", b"-")]
-            return _h(*parts)
+            return digest_parts(*parts)
 
         pending: list[int] = []
         kept: dict[str, Path] = {}
@@ -926,14 +332,14 @@ class IncrementalBuilder:
                 records[path] = old
             else:
                 pending.append(index)
-        if self._quick_con is not None and (self.workers or _worker_count(len(pending))) > 1:
+        if self._quick_con is not None and (self.workers or worker_count(len(pending))) > 1:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         failed = [r for r in results if r.error is not None]
         if failed:
-            _raise_first(failed)
+            raise_first(failed)
         fresh: dict[str, bytes] = dict(ctx.assets.files)
         fresh_prints: dict[str, bytes | None] = {}
         templates_of: dict[str, tuple[str, ...]] = {}
@@ -1005,7 +411,7 @@ class IncrementalBuilder:
         rows = site.rows.num_rows
         warnings = sorted(loaded.problems.warnings)
         new_state = State(
-            inputs, environment, new_records, warnings, len(new_records), rows, _dir_stat(out), memo.current
+            inputs, environment, new_records, warnings, len(new_records), rows, dir_stat(out), memo.current
         )
         self._state = new_state
         markdown_cache = {k: v for k, v in markdown.cache.items() if k in markdown.used}
@@ -1059,8 +465,8 @@ class IncrementalBuilder:
         self._loaded_from_disk = True
         folder = self._dir()
         try:
-            state = _read_cache(folder / "state.pickle")
-            load = _read_cache(folder / "load.pickle")
+            state = read_cache(folder / "state.pickle")
+            load = read_cache(folder / "load.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")
             if state is None or load is None:
@@ -1117,7 +523,7 @@ class IncrementalBuilder:
         try:
             folder = self._dir()
             folder.mkdir(parents=True, exist_ok=True)
-            _write_cache(folder / "state.pickle", state)
+            write_cache(folder / "state.pickle", state)
         except OSError:
             pass  # a cache that cannot be written only costs speed
 
@@ -1151,12 +557,12 @@ class IncrementalBuilder:
                     os.replace(tmp, folder / "rows.arrow")
                 typed_saved, cache.rows.typed = cache.rows.typed, None
                 try:
-                    _write_cache(folder / "load.pickle", (cache, markdown, rows_digest, self._cache_code))
+                    write_cache(folder / "load.pickle", (cache, markdown, rows_digest, self._cache_code))
                 finally:
                     cache.rows.typed = typed_saved
                 self._saved_load, self._saved_typed, self._saved_rows_digest = signature, typed, rows_digest
             # state.pickle last: it vouches for the others.
-            _write_cache(folder / "state.pickle", state)
+            write_cache(folder / "state.pickle", state)
         except OSError:
             self._saved_load = None
             self._discard(folder)

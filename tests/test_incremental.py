@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from builder.build_state import quick_noop, state_dir
 from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
-from builder.incremental import IncrementalBuilder, quick_noop, state_dir
+from builder.incremental import IncrementalBuilder
 from builder.pipeline import build
 from tests.conftest import REPO
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.no_cache:
         # Nothing changed? Then nothing heavy is even imported.
-        from builder.incremental import quick_noop
+        from builder.build_state import quick_noop
 
         quick = quick_noop(args.root, args.out)
         if quick is not None:

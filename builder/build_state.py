@@ -1,0 +1,287 @@
+"""The record of the previous build: the cache files, what they hold, and the no-op check.
+
+``state.pickle`` (input and output digests, small: read by every build) is a pickle with a
+checksum, written atomically; anything unreadable is :class:`CacheCorrupt` and the build starts
+clean. :func:`quick_noop` answers a build with nothing to do without importing the heavy stages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.errors import Problem
+from builder.inputs import PACKAGE_DIR, Inputs, Sources, scan_inputs
+
+if TYPE_CHECKING:
+    pass
+
+FORMAT = 2
+"""Bumped whenever what the cache files hold changes shape."""
+MAGIC = b"llm-recipes-builder cache\n"
+MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
+
+
+@dataclass
+class BuildReport:
+    """What one build did."""
+
+    written: list[str] = field(default_factory=list)
+    """Output files added or changed, relative to the output folder, ``/``-separated, sorted."""
+    removed: list[str] = field(default_factory=list)
+    """Output files that no longer exist, same form, sorted."""
+    problems: list[Problem] = field(default_factory=list)
+    """Errors that stopped the build; the previous output is untouched when there are any."""
+    warnings: list[Problem] = field(default_factory=list)
+    """Problems that did not stop it."""
+    files: int = 0
+    """Files in the published output."""
+    rows: int = 0
+    """Rows loaded."""
+    rendered: int = 0
+    """Pages rendered by this build (the others were reused)."""
+    reused: int = 0
+    """Pages whose previous file was kept."""
+    noop: bool = False
+    """Nothing changed: no stage beyond the input scan ran."""
+    cache_note: str | None = None
+    """Why the build cache was discarded, when it was (corrupt, from another version)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per stage."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        total = sum(self.seconds.values())
+        parts = " ".join(f"{name} {secs:.2f}s" for name, secs in self.seconds.items())
+        return f"{parts} | total {total:.2f}s"
+
+
+# --------------------------------------------------------------------------------------------------
+# Cache files: pickles with a checksum, written atomically.
+
+
+class CacheCorrupt(Exception):
+    """A cache file exists but cannot be trusted."""
+
+
+def write_cache(path: Path, obj: Any) -> None:
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    digest = hashlib.blake2b(payload, digest_size=32).digest()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest + payload)
+    os.replace(tmp, path)
+
+
+def read_cache(path: Path) -> Any:
+    """The object stored at ``path``; None when there is none; :class:`CacheCorrupt` when unreadable."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror}") from None
+    head = len(MAGIC) + 4 + 32
+    if len(data) < head or not data.startswith(MAGIC):
+        raise CacheCorrupt(f"{path.name} is not a cache file")
+    if int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "little") != FORMAT:
+        raise CacheCorrupt(f"{path.name} is from another version of the builder")
+    digest, payload = data[len(MAGIC) + 4 : head], data[head:]
+    if hashlib.blake2b(payload, digest_size=32).digest() != digest:
+        raise CacheCorrupt(f"{path.name} fails its checksum")
+    try:
+        return pickle.loads(payload)
+    except Exception as exc:  # a checksum-valid file from a different code shape
+        raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# The record of the previous build.
+
+OutStat = tuple[int, int, int]
+"""(inode, size, mtime_ns) of a published file; a hard link keeps all three."""
+
+
+@dataclass
+class OutputRecord:
+    fingerprint: bytes | None
+    """Hash of what the file was made from; None when that is not known (rendered every time)."""
+    digest: bytes
+    """Hash of the file's bytes."""
+    templates: tuple[str, ...]
+    """Templates loaded while rendering it."""
+    stat: OutStat
+
+
+@dataclass
+class State:
+    inputs: Inputs
+    environment: bytes
+    """Toolchain, build date and everything else global that is not a file."""
+    outputs: dict[str, OutputRecord]
+    warnings: list[Problem]
+    files: int
+    rows: int
+    out_dir: OutStat | None = None
+    memo: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
+    """Keys of :class:`builder.deps.Reuse` → the output files they produced."""
+
+
+def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
+    """Global inputs that are not files: the interpreter, library versions, the build date."""
+    import datetime as dt
+
+    if source_date_epoch is not None:
+        day = dt.datetime.fromtimestamp(source_date_epoch, tz=dt.UTC).date()
+    else:
+        day = dt.datetime.now(tz=dt.UTC).date()
+    parts = [sys.version, f"epoch={source_date_epoch}", f"day={day.isoformat()}", str(config.templates)]
+    wanted = (
+        "duckdb",
+        "pyarrow",
+        "jinja2",
+        "markdown_it_py",
+        "mdit_py_plugins",
+        "markupsafe",
+        "altair",
+        "vl_convert_python",
+        "pydantic",
+        "pydantic_core",
+        "pagefind",
+        "pyyaml",
+        "numpy",
+        "orjson",
+    )
+    # Installed versions, from the names of their dist-info folders (importing them would cost the
+    # no-op build its budget). Only package folders count: the current directory is on sys.path too.
+    for folder in sys.path:
+        if not folder.endswith(("site-packages", "dist-packages")):
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        parts.extend(
+            name
+            for name in sorted(names)
+            if name.endswith(".dist-info") and name.lower().replace("-", "_").startswith(wanted)
+        )
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).digest()
+
+
+def _source_date_epoch() -> int | None:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    return int(epoch) if epoch and epoch.isdigit() else None
+
+
+def _walk_output(out: Path) -> dict[str, OutStat]:
+    found: dict[str, OutStat] = {}
+    stack = [("", str(out))]
+    while stack:
+        prefix, path = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((f"{prefix}{entry.name}/", entry.path))
+            else:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                found[prefix + entry.name] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    found.pop(MARKER, None)
+    return found
+
+
+def dir_stat(path: Path) -> OutStat | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_dev, 0)
+
+
+def state_dir(root: Path, out: Path) -> Path:
+    key = hashlib.blake2b(str(out).encode(), digest_size=8).hexdigest()
+    return root / ".cache" / "builder" / "incremental" / key
+
+
+@dataclass(frozen=True)
+class _QuickSources:
+    root: Path
+    templates: Path
+
+
+def locate_templates(root: Path) -> Path:
+    """The templates a site uses (the rule of :func:`builder.config.load_config`, without pydantic)."""
+    own = root / "templates"
+    if (own / "base.html").is_file():
+        return own
+    beside = PACKAGE_DIR.parent / "templates"
+    return beside if (beside / "base.html").is_file() else PACKAGE_DIR / "_templates"
+
+
+def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
+    """The report of a build with nothing to do, found without importing the heavy stages; else None.
+
+    ``build`` calls this first, so a no-op build costs a scan of the inputs and of the output.
+    """
+    start = time.perf_counter()
+    root_path = Path(root).resolve()
+    out_path = Path(out).resolve() if out is not None else root_path / "site"
+    sources = _QuickSources(root_path, locate_templates(root_path))
+    try:
+        state = read_cache(state_dir(root_path, out_path) / "state.pickle")
+    except CacheCorrupt:
+        return None
+    if not isinstance(state, State):
+        return None
+    if environment_key(sources, _source_date_epoch()) != state.environment:
+        return None
+    inputs = scan_inputs(sources, state.inputs)
+    if inputs.digests != state.inputs.digests:
+        return None
+    if output_changes(out_path, state) != (set(), set()):
+        return None
+    from builder.output import remove_leftovers  # light: os, shutil, tempfile
+
+    remove_leftovers(out_path)
+    if inputs.stats != state.inputs.stats:
+        # Same content, new stat (touched, or rewritten identically): remember it for next time.
+        state.inputs = inputs
+        try:
+            write_cache(state_dir(root_path, out_path) / "state.pickle", state)
+        except OSError:
+            pass
+    return BuildReport(
+        warnings=list(state.warnings),
+        files=state.files,
+        rows=state.rows,
+        noop=True,
+        seconds={"scan": time.perf_counter() - start},
+    )
+
+
+def output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:
+    """(damaged: recorded files missing or modified, extra: files nobody recorded)."""
+    if dir_stat(out) != state.out_dir or not (out / MARKER).is_file():
+        return set(state.outputs) or {MARKER}, set()
+    found = _walk_output(out)
+    damaged = {rel for rel, rec in state.outputs.items() if found.get(rel) != rec.stat}
+    extra = set(found) - set(state.outputs)
+    return damaged, extra
+
+
+# --------------------------------------------------------------------------------------------------

@@ -1,0 +1,213 @@
+"""Dependency digests (the vocabulary of :mod:`builder.deps`) and the reuse of earlier outputs."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.inputs import Inputs
+
+if TYPE_CHECKING:
+    from builder.loadcache import LoadCache
+
+
+def digest_parts(*parts: bytes | str) -> bytes:
+    hasher = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        hasher.update(len(data).to_bytes(8, "little"))
+        hasher.update(data)
+    return hasher.digest()
+
+
+GLOBAL_PREFIXES = ("@builder/", "templates/static/")
+
+
+def global_digest(inputs: Inputs, environment: bytes) -> bytes:
+    parts: list[bytes | str] = [environment]
+    for key in sorted(inputs.digests):
+        if (
+            key == "site.yaml"
+            or key.startswith(GLOBAL_PREFIXES)
+            or (key.startswith("data/") and not key.startswith("data/rows/"))
+        ):
+            parts += [key, inputs.digests[key]]
+    return digest_parts(*parts)
+
+
+class DepIndex:
+    """Digests of the dependency vocabulary of :mod:`builder.deps` for one build."""
+
+    def __init__(self, inputs: Inputs, cache: LoadCache, site: Any) -> None:
+        self.inputs = inputs
+        self.site = site
+        self.front: dict[str, bytes] = {}
+        for (rel, _digest), entry in cache.pages.items():
+            if (rel, _digest) in cache.used_pages:
+                self.front[rel] = entry.front_digest
+        self.rows_of: dict[str, list[bytes | str]] = {}
+        for rel, row_entry in cache.rows.entries.items():
+            for slug in row_entry.recipes:
+                self.rows_of.setdefault(slug, []).extend([rel, row_entry.digest])
+        self._memo: dict[str, bytes | None] = {}
+
+    def _files(self, prefix: str) -> bytes:
+        parts: list[bytes | str] = []
+        for key in sorted(k for k in self.inputs.digests if k.startswith(prefix)):
+            parts += [key, self.inputs.digests[key]]
+        return digest_parts(prefix, *parts)
+
+    def digest(self, dep: str) -> bytes | None:
+        """None for a dependency this index does not know: the job is then rendered every time."""
+        if dep in self._memo:
+            return self._memo[dep]
+        value = self._digest(dep)
+        self._memo[dep] = value
+        return value
+
+    def _digest(self, dep: str) -> bytes | None:
+        kind, _, arg = dep.partition(":")
+        if dep == "recipes":
+            parts: list[bytes | str] = []
+            for slug in sorted(self.site.recipes):
+                rel = f"content/recipes/{slug}.md"
+                parts += [slug, self.front.get(rel, b"?")]
+            return digest_parts("recipes", *parts)
+        if dep == "models":
+            pairs = [f"{slug}\0{self.site.recipes[slug].meta.model}" for slug in sorted(self.site.recipes)]
+            return digest_parts("models", *pairs)
+        if dep == "recipe-files":
+            return self._files("content/recipes/")
+        if dep == "rows":
+            return self._files("data/rows/")
+        if dep == "case-studies":
+            return self._files("content/case-studies/")
+        if dep == "posts":
+            return self._files("content/posts/")
+        if kind == "file" and arg:
+            return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
+        if kind == "recipe" and arg:
+            rel = f"content/recipes/{arg}.md"
+            return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
+        if kind == "model-files" and arg:
+            parts = []
+            for slug in sorted(self.site.recipes):
+                if self.site.recipes[slug].meta.model == arg:
+                    rel = f"content/recipes/{slug}.md"
+                    parts += [slug, self.inputs.digests.get(rel, b"-")]
+            return digest_parts(dep, *parts)
+        if kind == "model" and arg:
+            # Front matter and rows of the model's recipes, not their bodies: a comparison page
+            # shows no prose, and a body edit should not re-render it.
+            parts = []
+            for slug in sorted(self.site.recipes):
+                if self.site.recipes[slug].meta.model == arg:
+                    parts += [
+                        slug,
+                        self.front.get(f"content/recipes/{slug}.md", b"?"),
+                        *self.rows_of.get(slug, []),
+                    ]
+            return digest_parts(dep, *parts)
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering page jobs, in this process or in forked workers.
+
+
+class _Kept(bytes):
+    """Marks a file reused from the previous output: linked, never read unless a stage asks."""
+
+
+KEPT = _Kept()
+
+
+class StageMemo:
+    """The engine's :class:`builder.deps.Reuse`: previous outputs by key, read back from the output."""
+
+    def __init__(
+        self,
+        previous: dict[bytes, tuple[str, ...]],
+        usable: Callable[[str], bool],
+        out: Path,
+        glob: bytes,
+        deps_index: DepIndex,
+    ) -> None:
+        self.previous = previous
+        self.usable = usable
+        self.out = out
+        self.glob = glob
+        self.deps_index = deps_index
+        self.current: dict[bytes, tuple[str, ...]] = {}
+
+    def key(self, name: str, *deps: str) -> bytes | None:
+        parts: list[bytes | str] = [name]
+        for dep in deps:
+            value = self.deps_index.digest(dep)
+            if value is None:
+                return None
+            parts += [dep, value]
+        return digest_parts(*parts)
+
+    def _earlier(self, key: bytes | None) -> tuple[bytes | None, dict[str, bytes] | None]:
+        if key is None:
+            return None, None
+        full = digest_parts(self.glob, key)
+        paths = self.previous.get(full)
+        if paths is None or not all(self.usable(p) for p in paths):
+            return full, None
+        # Not read: the files are linked from the previous output as they are (see KEPT).
+        return full, dict.fromkeys(paths, KEPT)
+
+    def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+        full, files = self._earlier(key)
+        if files is None:
+            files = compute()
+        if full is not None:
+            self.current[full] = tuple(sorted(files))
+        return files
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, dict[str, bytes]]]
+    ) -> dict[str, dict[str, bytes]]:
+        out: dict[str, dict[str, bytes]] = {}
+        fulls: dict[str, bytes | None] = {}
+        for name, key in keys.items():
+            fulls[name], files = self._earlier(key)
+            if files is not None:
+                out[name] = files
+        missing = set(keys) - set(out)
+        if missing:
+            computed = compute(missing)
+            for name in missing:
+                out[name] = dict(computed[name])
+        for name, full in fulls.items():
+            if full is not None:
+                self.current[full] = tuple(sorted(out[name]))
+        return out
+
+
+class OutputFiles(Mapping[str, bytes]):
+    """Every output file of this build: fresh bytes, or the previous file read when asked for."""
+
+    def __init__(self, fresh: dict[str, bytes], kept: dict[str, Path], out: Path) -> None:
+        self.fresh = fresh
+        self.kept = kept
+        self.out = out
+
+    def __getitem__(self, key: str) -> bytes:
+        data = self.fresh.get(key)
+        if data is not None and data is not KEPT:
+            return data
+        return (self.kept[key] if data is None else self.out / key).read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self.fresh, *self.kept}))
+
+    def __len__(self) -> int:
+        return len(self.fresh.keys() | self.kept.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.fresh or key in self.kept
