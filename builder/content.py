@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 FAQ_HEADING = "troubleshooting"
+FORK_BODIES = 64
+"""From this many bodies to render, :meth:`Markdown.prerender` gives half to a forked child."""
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,16 @@ class Markdown:
         """Keys rendered or looked up by this build, so a kept cache can drop the rest."""
         self._keys: dict[tuple[bool, str], str] = {}
 
-    def render(self, body: str, *, faq: bool = False) -> RenderedBody:
+    def _key(self, body: str, faq: bool) -> str:
         # Pages and the FAQ index ask for the same bodies again and again: the digest of a body is
         # looked up by the string itself (Python keeps a string's hash), not recomputed.
         key = self._keys.get((faq, body))
         if key is None:
             key = self._keys[(faq, body)] = hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
+        return key
+
+    def render(self, body: str, *, faq: bool = False) -> RenderedBody:
+        key = self._key(body, faq)
         self.used.add(key)
         cached = self._cache.get(key)
         if cached is not None:
@@ -138,6 +145,36 @@ class Markdown:
         result = self._render(body, faq)
         self._cache[key] = result
         return result
+
+    def prerender(self, bodies: Iterable[str], *, faq: bool = False) -> None:
+        """Render every body not cached yet, half of them in a forked child when there are many.
+
+        A cold build needs every recipe body before its pages (the FAQ index counts questions):
+        rendered one by one that is a second of one core while the other waits.
+        """
+        todo: dict[str, str] = {}
+        for body in bodies:
+            key = self._key(body, faq)
+            self.used.add(key)
+            if key not in self._cache:
+                todo.setdefault(key, body)
+        items = list(todo.items())
+        if len(items) < FORK_BODIES:
+            for key, body in items:
+                self._cache[key] = self._render(body, faq)
+            return
+        from builder.forked import Forked
+
+        half = len(items) // 2
+        child = Forked(lambda: [self._render(body, faq) for _, body in items[half:]])
+        try:
+            for key, body in items[:half]:
+                self._cache[key] = self._render(body, faq)
+        except BaseException:
+            child.cancel()
+            raise
+        for (key, _), rendered in zip(items[half:], child.result(), strict=True):
+            self._cache[key] = rendered
 
     @property
     def cache(self) -> dict[str, RenderedBody]:

@@ -138,6 +138,7 @@ def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
         )
     ]
     # Counting questions means parsing every recipe body; the markdown cache makes the pages free.
+    ctx.markdown.prerender((ctx.site.recipes[slug].doc.body for slug in sorted(ctx.site.recipes)), faq=True)
     entries = faq_entries(ctx.site, ctx.markdown)
     if len(entries) > INLINE_QUESTIONS:
         pages = model_pages(sorted({e.recipe.meta.model for e in entries}))

@@ -1,0 +1,63 @@
+"""Markdown bodies: ``Markdown.prerender`` gives the same rendered bodies as rendering one by one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builder import forked
+from builder.content import FORK_BODIES, Markdown
+
+
+def _body(i: int) -> str:
+    # Every tenth body repeats an earlier one: duplicates are rendered once.
+    n = i - 10 if i % 10 == 9 else i
+    return (
+        f"# Recipe {n}\n\nRun it with `--flag {n}`.\n\n| a | b |\n| - | - |\n| {n} | <b>{n}</b> |\n\n"
+        f"## Troubleshooting\n\n### Why is run {n} slow?\n\nBecause of *{n}*.\n\n"
+        f"### Second question {n}\n\nAnswer.\n\n## After\n\nText {n}.\n"
+    )
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the children ``prerender`` forks."""
+    started: list[int] = []
+    real = forked.Forked
+
+    def spy(compute: Any) -> Any:
+        started.append(1)
+        return real(compute)
+
+    monkeypatch.setattr(forked, "Forked", spy)
+    return started
+
+
+@pytest.mark.parametrize("count", [FORK_BODIES - 1, 3 * FORK_BODIES + 1])
+def test_prerender_equals_rendering_one_by_one(count: int, forks: list[int]) -> None:
+    bodies = [_body(i) for i in range(count)]
+    pre = Markdown()
+    pre.prerender(bodies, faq=True)
+    assert len(forks) == (1 if len(set(bodies)) >= FORK_BODIES else 0)
+    serial = Markdown()
+    for body in bodies:
+        assert pre.cache[pre._key(body, True)] == serial.render(body, faq=True)
+    assert len(pre.cache) == len(set(bodies))
+    assert pre.used == serial.used
+    # Afterwards render() is a cache hit: the same object, nothing parsed again.
+    assert pre.render(bodies[5], faq=True) is pre.cache[pre._key(bodies[5], True)]
+
+
+def test_prerender_skips_cached_bodies_and_keeps_modes_apart(forks: list[int]) -> None:
+    md = Markdown()
+    bodies = [_body(i) for i in range(2 * FORK_BODIES)]
+    first = md.render(bodies[0], faq=True)
+    md.prerender(bodies[:10], faq=True)  # nine new: below the threshold, no child
+    assert forks == []
+    assert md.render(bodies[0], faq=True) is first
+    md.prerender(bodies, faq=False)  # the other mode is another cache entry
+    assert len(forks) == 1
+    plain = md.render(bodies[0], faq=False)
+    assert plain.faq == () and first.faq != ()
+    assert "Why is run 0 slow?" in plain.html
