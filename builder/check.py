@@ -7,7 +7,9 @@ from typing import Any
 
 from builder.config import SiteConfig
 from builder.errors import Problem
-from builder.pipeline import load_and_reconcile
+from builder.findings import Finding
+from builder.pipeline import load_with_annotations
+from builder.reconcile import converted_findings
 
 
 @dataclass
@@ -16,6 +18,7 @@ class CheckReport:
     errors: list[Problem]
     warnings: list[Problem]
     findings: list[dict[str, Any]] = field(default_factory=list)
+    """Each finding's ``as_json()``, or only its :func:`brief` keys when the report was made so."""
     strict: bool = False
 
     @property
@@ -49,9 +52,26 @@ class CheckReport:
         return text
 
 
-def check_site(config: SiteConfig, *, strict: bool = False) -> CheckReport:
-    loaded = load_and_reconcile(config)
-    site = loaded.site
+def brief(finding: Finding) -> dict[str, Any]:
+    """The keys of a finding that the text and GitHub formats print (``as_json`` builds every run)."""
+    return {
+        "recipe": finding.recipe,
+        "metric": finding.metric,
+        "summary": finding.summary(),
+        "explanation": finding.explanation_text(),
+        "path": finding.path,
+        "line": finding.line,
+        "annotation": finding.annotation,
+    }
+
+
+def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -> CheckReport:
+    """Load and validate everything and find the findings (on every core for a big site).
+
+    ``full``: each finding as ``as_json()`` (the ``--format json`` contract); otherwise only
+    what :func:`brief` keeps.
+    """
+    site, problems, annotations = load_with_annotations(config)
     stats = {
         "rows": site.rows.num_rows,
         "row_files": len(site.row_files),
@@ -60,9 +80,9 @@ def check_site(config: SiteConfig, *, strict: bool = False) -> CheckReport:
         "posts": len(site.posts),
         "nodes": len(site.nodes),
     }
-    findings = [f.as_json() for f in loaded.recon.findings] if loaded.recon is not None else []
+    # Findings only for a valid site, as the build reconciles only then; row statuses are not needed.
+    convert = Finding.as_json if full else brief
+    findings = [] if problems else converted_findings(site, annotations, problems, convert)
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
-    return CheckReport(
-        stats, sorted(loaded.problems.errors), sorted(loaded.problems.warnings), findings, strict
-    )
+    return CheckReport(stats, sorted(problems.errors), sorted(problems.warnings), findings, strict)

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import datetime as dt
 import statistics
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from builder.explain import Explanation, Parsed, explain, fmt_value
 from builder.models import LOWER_IS_BETTER, METRICS
-from builder.noise import Noise, Run, detect
+from builder.noise import Noise, Run, TrialDetails, detect
 from builder.run_groups import Combinations, candidate_runs
 
 if TYPE_CHECKING:
@@ -254,14 +255,19 @@ def _sub_settings(runs: list[Run]) -> list[tuple[int | None, list[Run]]]:
 
 
 def find_non_reproduction(
-    site: Site, combos: Combinations | None = None, *, exhaustive: bool = False
+    site: Site,
+    combos: Combinations | None = None,
+    *,
+    exhaustive: bool = False,
+    recipes: Collection[str] | None = None,
 ) -> list[Finding]:
     """Every finding of the site, in a stable order (recipe, metric, setting, date).
 
     ``exhaustive`` walks every group in Python, skipping the pre-filter (for tests: the
-    results must be the same).
+    results must be the same). ``recipes``: the findings of those recipes only, the same as
+    the whole site's findings of them (findings are computed per recipe).
     """
-    by_group = candidate_runs(site, combos, exhaustive=exhaustive)
+    by_group = candidate_runs(site, combos, exhaustive=exhaustive, recipes=recipes)
     parsed = Parsed()
     findings: list[Finding] = []
     for (recipe, metric, hardware, prompt, context, concurrency), runs in by_group.items():
@@ -317,3 +323,139 @@ def find_non_reproduction(
         seen[base] = seen.get(base, 0) + 1
         finding.ordinal = seen[base]
     return findings
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings kept across builds (:mod:`builder.findings_memo`): a finding's runs read their trials'
+# metadata through a :class:`~builder.noise.TrialDetails` bound to the loaded rows, which neither
+# pickles nor survives a reload (row ids move when files come and go). Detached, a finding carries
+# its runs' trial metadata itself, rows named by (row file, row in file); restored, the row ids
+# are looked up again in the new site.
+
+
+class StoredTrials(TrialDetails):
+    """One run's trial metadata, kept with the run: ``rel`` (row file) and :data:`TrialDetails.COLUMNS`,
+    with ``row_id`` and ``file_id`` filled in from the site a finding is restored into."""
+
+    def __init__(self, columns: dict[str, list[Any]]) -> None:
+        self.columns = columns
+
+    def column(self, name: str) -> list[Any]:
+        return self.columns[name]
+
+    def one(self, name: str, position: int) -> Any:
+        return self.columns[name][position]
+
+    def meta(self, index: int) -> None:
+        return None
+
+
+def _run_mapper(convert: Callable[[Run], Run]) -> Callable[[Run], Run]:
+    """``convert`` once per run: a run shared by sides and explanations stays one object."""
+    done: dict[int, Run] = {}
+
+    def mapped(run: Run) -> Run:
+        found = done.get(id(run))
+        if found is None:
+            found = done[id(run)] = convert(run)
+        return found
+
+    return mapped
+
+
+def _copy_finding(finding: Finding, run: Callable[[Run], Run]) -> Finding:
+    exp = finding.explanation
+    ruled = tuple(replace(r, control=run(r.control), departing=run(r.departing)) for r in exp.ruled_out)
+    return Finding(
+        recipe=finding.recipe,
+        metric=finding.metric,
+        setting=dict(finding.setting),
+        departing=Side(tuple(run(r) for r in finding.departing.runs)),
+        reference=Side(tuple(run(r) for r in finding.reference.runs)),
+        noise=finding.noise,
+        explanation=replace(exp, ruled_out=ruled),
+        path=finding.path,
+        line=finding.line,
+        annotation=None,
+        ordinal=finding.ordinal,
+    )
+
+
+class _FileSpans:
+    """Where each row file's rows are in ``site.rows`` (rows are ordered by file, then line)."""
+
+    def __init__(self, site: Site) -> None:
+        import numpy as np
+
+        self._np = np
+        self.file_of = {parsed.source.rel: i for i, parsed in enumerate(site.row_files)}
+        self.file_ids = site.rows.column("file_id").to_numpy()
+        self.file_rows = site.rows.column("file_row").to_numpy()
+        self.row_ids = site.rows.column("row_id").to_numpy()
+        self._starts: dict[int, int] = {}
+
+    def start(self, file_id: int) -> int:
+        found = self._starts.get(file_id)
+        if found is None:
+            found = self._starts[file_id] = int(self._np.searchsorted(self.file_ids, file_id, "left"))
+        return found
+
+
+def detach_findings(findings: Sequence[Finding], site: Site) -> list[Finding]:
+    """Copies of ``findings`` (annotations left out) that pickle and hold nothing of ``site``."""
+    spans = _FileSpans(site)
+    ids = spans.row_ids
+    # A row's id is its position in the table (so it is made); a table not so made is looked up.
+    dense = bool((ids == spans._np.arange(len(ids))).all())
+    position = None if dense else {int(row_id): at for at, row_id in enumerate(ids.tolist())}
+
+    def detached(run: Run) -> Run:
+        columns = {name: run._each(name) for name in TrialDetails.COLUMNS}
+        columns["rel"] = [site.row_files[i].source.rel for i in columns["file_id"]]
+        # Rows by their place among their file's rows: unchanged while the file is.
+        columns["in_file"] = [
+            (row_id if position is None else position[row_id]) - spans.start(file_id)
+            for row_id, file_id in zip(columns["row_id"], columns["file_id"], strict=True)
+        ]
+        copy = replace(run, details=StoredTrials(columns), positions=range(len(run.trials)), index=None)
+        copy.__dict__["_meta"] = run._meta  # as the live run summarised it
+        return copy
+
+    return [_copy_finding(f, _run_mapper(detached)) for f in findings]
+
+
+class StaleFindings(Exception):
+    """Detached findings name a row the site does not have: they must be computed again."""
+
+
+def restore_findings(detached: Sequence[Finding], site: Site) -> list[Finding]:
+    """Findings from :func:`detach_findings` bound to ``site``: file ids and row ids looked up anew.
+
+    Raises :class:`StaleFindings` when a row they name is not where it was in its file (the
+    caller's key should have prevented that)."""
+    spans = _FileSpans(site)
+
+    def bound(run: Run) -> Run:
+        assert isinstance(run.details, StoredTrials)
+        columns = dict(run.details.columns)
+        file_id_list: list[int] = []
+        row_id_list: list[int] = []
+        for rel, in_file, line in zip(columns["rel"], columns["in_file"], columns["file_row"], strict=True):
+            file_id = spans.file_of.get(rel)
+            if file_id is None:
+                raise StaleFindings(f"no row file {rel}")
+            at = spans.start(file_id) + in_file
+            if (
+                at >= len(spans.file_ids)
+                or int(spans.file_ids[at]) != file_id
+                or int(spans.file_rows[at]) != line
+            ):
+                raise StaleFindings(f"row {line} of {rel} moved")
+            file_id_list.append(file_id)
+            row_id_list.append(int(spans.row_ids[at]))
+        columns["file_id"], columns["row_id"] = file_id_list, row_id_list
+        copy = replace(run, details=StoredTrials(columns))
+        copy.__dict__["_meta"] = run.__dict__["_meta"]
+        return copy
+
+    return [_copy_finding(f, _run_mapper(bound)) for f in detached]

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from builder.annotations import load_annotations
+from builder.annotations import LocatedAnnotation, load_annotations
 from builder.config import SiteConfig
 from builder.deps import Reuse, no_reuse
 from builder.errors import BuildAborted, Problem, Problems
@@ -47,6 +47,16 @@ class Loaded:
     recon: Reconciliation | None
 
 
+def load_with_annotations(
+    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
+) -> tuple[Site, Problems, list[LocatedAnnotation]]:
+    """The load stage: the site (possibly partial), every problem found, and the annotations."""
+    timings = timings or Timings()
+    problems = Problems()
+    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
+    return site, problems, load_annotations(config.root, site.recipes, problems)
+
+
 def load_and_reconcile(
     config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
 ) -> Loaded:
@@ -55,9 +65,7 @@ def load_and_reconcile(
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.loadcache`).
     """
     timings = timings or Timings()
-    problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
-    annotations = load_annotations(config.root, site.recipes, problems)
+    site, problems, annotations = load_with_annotations(config, timings, cache=cache)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
     recon = (

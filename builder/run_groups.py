@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -149,13 +149,25 @@ def _canonical(text: str, canon: Callable[[str], str]) -> str:
 
 
 def candidate_runs(
-    site: Site, combos: Combinations | None = None, *, exhaustive: bool = False
+    site: Site,
+    combos: Combinations | None = None,
+    *,
+    exhaustive: bool = False,
+    recipes: Collection[str] | None = None,
 ) -> dict[GroupKey, list[Run]]:
-    """The runs of every group that could hold a finding (``exhaustive``: of every group)."""
+    """The runs of every group that could hold a finding (``exhaustive``: of every group); with
+    ``recipes``, of those recipes' groups only (the same runs: groups never span recipes)."""
     if site.rows.num_rows == 0:
         return {}
     codes = _Codes(site, combos if combos is not None else combinations(site))
-    trials = candidate_trials(codes.table, exhaustive=exhaustive)
+    table = codes.table
+    if recipes is not None:
+        wanted = [code for code, slug in enumerate(codes.recipes) if slug in recipes]
+        # A filter keeps the rows' order, so runs are cut and ordered as from the whole table.
+        table = table.filter(np.isin(table.column("recipe").to_numpy(), wanted))
+        if table.num_rows == 0:
+            return {}
+    trials = candidate_trials(table, exhaustive=exhaustive)
     if trials.num_rows == 0:
         return {}
     return _runs(trials, codes, site)

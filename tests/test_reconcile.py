@@ -6,14 +6,33 @@ Recipe ``tiny`` of the minimal site: vllm 1.0.0, ``--max-model-len 4096 --kv-cac
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED, RowStatus
+from builder.config import load_config
+from builder.errors import Problems
+from builder.findings import Finding
+from builder.pipeline import load_with_annotations
+from builder.reconcile import (
+    DIFFERS,
+    MATCHES,
+    NOT_RECORDED,
+    RowStatus,
+    _recipe_shares,
+    converted_findings,
+    reconcile_rows,
+)
+from builder.run_groups import combinations
 from builder.views import headline, rows_by_recipe
-from tests.conftest import MakeSite
+from tests.conftest import REPO, MakeSite
 from tests.rowsite import history, load, run
+
+sys.path.insert(0, str(REPO / "bench"))
+import generate  # noqa: E402
 
 
 def _statuses(make_site: MakeSite, rows: list[dict[str, Any]]) -> list[RowStatus]:
@@ -101,3 +120,61 @@ def test_headline_comes_only_from_matching_rows(make_site: MakeSite) -> None:
     assert top is not None
     assert top.date.isoformat() == "2026-01-01"
     assert [(label, value) for label, _, value, _ in top.figures] == [("Decode", 50.0)]
+
+
+# ------------------------------------------------------------------- findings on several processes
+
+
+def _generated_site(root: Path) -> Path:
+    """A SYNTHETIC site (bench/generate.py): recipes r00007, r00057 and r00107 have a slower run."""
+    generate.write_site(root, recipes=110, rows=108, cases=1, posts=1)
+    slug = generate.recipe_slug
+    annotations = [
+        f"- recipe: {slug(7)}\n  status: acknowledged\n  reason: Synthetic, every finding of it.\n",
+        f"- recipe: {slug(57)}\n  metric: decode_tok_s\n  status: acknowledged\n  reason: Synthetic.\n",
+        # Selects the decode finding again (an error) and the aggregate one (attached).
+        f"- recipe: {slug(57)}\n  status: acknowledged\n  reason: Synthetic, overlapping.\n",
+        f"- recipe: {slug(1)}\n  status: acknowledged\n  reason: Synthetic, it has no finding.\n",
+        f"- recipe: {slug(107)}\n  date: 2024-01-01\n  status: acknowledged\n  reason: No such run.\n",
+    ]
+    (root / "data" / "annotations.yaml").write_text("".join(annotations), encoding="utf-8")
+    return root
+
+
+def test_findings_split_between_processes_are_the_serial_findings(tmp_path: Path) -> None:
+    site, problems, annotations = load_with_annotations(load_config(_generated_site(tmp_path / "site")))
+    assert not problems
+    serial_problems = Problems()
+    expected = [f.as_json() for f in reconcile_rows(site, annotations, serial_problems).findings]
+    assert {f["recipe"] for f in expected} == {generate.recipe_slug(i) for i in (7, 57, 107)}
+    assert any(f["annotation"] for f in expected) and any(f["annotation"] is None for f in expected)
+    assert len(serial_problems.errors) >= 3  # the overlap, the recipe without findings, the wrong date
+    for parts in (1, 2, 3):
+        split_problems = Problems()
+
+        def tagged(finding: Finding) -> tuple[int, dict[str, Any]]:
+            return os.getpid(), finding.as_json()
+
+        got = converted_findings(site, annotations, split_problems, tagged, parts=parts)
+        assert [data for _, data in got] == expected, parts
+        assert split_problems.errors == serial_problems.errors, parts
+        if parts > 1:
+            # Computed apart for real: the first recipes' findings come from a forked child, the
+            # others (r00057's, in another share) from another process.
+            assert got[0][0] != os.getpid()
+            assert len({pid for pid, _ in got}) == 2
+
+
+def test_recipe_shares_are_consecutive_names_of_about_equal_rows(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    generate.write_site(root, recipes=30, rows=40, cases=1, posts=1)
+    site, problems, _ = load_with_annotations(load_config(root))
+    assert not problems
+    combos = combinations(site)
+    for parts in (1, 2, 3, 4):
+        shares = _recipe_shares(site, combos, parts)
+        assert len(shares) == parts
+        names = [sorted(share) for share in shares]
+        assert [name for share in names for name in share] == sorted(site.recipes)
+        assert max(len(share) for share in shares) - min(len(share) for share in shares) <= 1
+    assert len(_recipe_shares(site, combos, 40)) <= 30  # never an empty share

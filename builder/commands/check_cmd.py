@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
 
-    report = check_site(load_config(args.root), strict=args.strict)
+    report = check_site(load_config(args.root), strict=args.strict, full=args.format == "json")
     if args.format == "json":
         print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
     elif args.format == "github":

@@ -1,0 +1,41 @@
+"""``check_site`` (builder.check): the brief findings the text and GitHub formats print are the
+full ``as_json`` findings cut down, so those formats print the same either way."""
+
+from __future__ import annotations
+
+from builder.check import check_site
+from builder.commands.report import format_findings, format_github
+from builder.config import load_config
+from tests.conftest import MakeSite
+from tests.rowsite import history, run, site_files
+
+ROWS = history(
+    run("2026-01-01", 100.0),
+    run("2026-02-01", 101.0),
+    run("2026-03-01", 70.0),
+    run("2026-03-01", 100.5, metric="aggregate_tok_s"),
+    run("2026-04-01", 130.0, metric="aggregate_tok_s"),
+)
+ANNOTATION = "- recipe: tiny\n  metric: decode_tok_s\n  status: acknowledged\n  reason: Synthetic, known.\n"
+
+
+def test_brief_findings_are_the_full_ones_cut_down(make_site: MakeSite) -> None:
+    root = make_site(site_files(ROWS, **{"data/annotations.yaml": ANNOTATION}))
+    full = check_site(load_config(root))
+    short = check_site(load_config(root), full=False)
+    assert len(full.findings) == 2
+    assert sorted(f["annotation"] is None for f in full.findings) == [False, True]
+    assert short.findings == [{key: f[key] for key in short.findings[0]} for f in full.findings]
+    assert set(short.findings[0]) == {
+        "recipe",
+        "metric",
+        "summary",
+        "explanation",
+        "path",
+        "line",
+        "annotation",
+    }
+    assert format_findings(short.findings) == format_findings(full.findings)
+    assert format_github([], [], short.findings) == format_github([], [], full.findings)
+    assert short.stats == full.stats
+    assert short.summary() == full.summary()
