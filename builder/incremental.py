@@ -275,7 +275,7 @@ class IncrementalBuilder:
             self._cache, self._markdown, self._cache_code = None, None, code
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
-        reused = self._reuse_loaded(config, state, inputs)
+        reused = self._reuse_loaded(config, state, inputs, cache)
         loaded = reused or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
@@ -433,7 +433,9 @@ class IncrementalBuilder:
             seconds=seconds,
         )
 
-    def _reuse_loaded(self, config: SiteConfig, state: State | None, inputs: Inputs) -> Loaded | None:
+    def _reuse_loaded(
+        self, config: SiteConfig, state: State | None, inputs: Inputs, cache: LoadCache
+    ) -> Loaded | None:
         """The last build's site and reconciliation when only templates changed since (a template
         edit in the preview re-renders pages, it does not reload 100,000 rows)."""
         old = self._context
@@ -449,6 +451,10 @@ class IncrementalBuilder:
         from builder.errors import Problems
         from builder.pipeline import Loaded
 
+        # The content files are those the last load used: mark them used again, as a load would.
+        # Otherwise the front matter digests (DepIndex) read as unknown, re-rendering every page
+        # that lists recipes, and the cache's prune would forget every parse.
+        cache.used_pages.update(k for k in cache.pages if inputs.digests.get(k[0]) == k[1])
         con = duckdb.connect()
         con.register("rows", old.site.rows)
         site = dataclasses.replace(old.site, config=config, con=con)

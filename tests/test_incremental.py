@@ -258,7 +258,9 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
     editor = Editor(site, rnd)
     out = tmp_path / "out-incremental"
     clean = tmp_path / "out-clean"
-    engine = IncrementalBuilder(load_config(site, out), workers=1, atomic=atomic)
+    # The preview's mode also keeps the render context, whose site, reconciliation and page values
+    # a template-only edit reuses.
+    engine = IncrementalBuilder(load_config(site, out), workers=1, atomic=atomic, keep_context=not atomic)
     first = engine.build(None)
     assert first.ok, first.problems
     assert clean_build(site, clean) is None
@@ -296,7 +298,7 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
         # Alternate: tell the builder what changed (as the dev server does), or let it look.
         if step % 3 == 2:
             engine = IncrementalBuilder(
-                load_config(site, out), workers=1, atomic=atomic
+                load_config(site, out), workers=1, atomic=atomic, keep_context=not atomic
             )  # new process, disk cache
             report = engine.build(None)
         else:
@@ -319,6 +321,32 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
     # Not a correctness check: the point of the engine is that pages are reused.
     bodies = [(rendered, reused) for name, rendered, reused in rendered_counts if name == "edit_body"]
     assert bodies and all(rendered < reused for rendered, reused in bodies), rendered_counts
+
+
+def test_a_template_edit_in_the_preview_renders_only_the_pages_using_it(site: Path, tmp_path: Path) -> None:
+    """A template-only rebuild reuses the loaded site; it must still know every front matter digest
+    (else every page listing recipes is re-rendered) and keep every parse in the load cache."""
+    engine = IncrementalBuilder(
+        load_config(site, tmp_path / "out"), workers=1, atomic=False, keep_context=True
+    )
+    assert engine.build(None).ok
+    recipes = len(list((site / "content" / "recipes").glob("*.md")))
+    assert engine._cache is not None
+    parsed = set(engine._cache.pages)
+    template = site / "templates" / "recipe.html"
+    text = template.read_text(encoding="utf-8")
+    for i in range(2):
+        template.write_text(text.replace("</article>", f"</article><!-- edit {i} -->"), encoding="utf-8")
+        report = engine.build({template})
+        assert report.ok, report.problems
+        assert (report.rendered, len(report.written)) == (recipes, recipes), i
+        assert set(engine._cache.pages) == parsed, i
+    # Back to a real load (a recipe edited): that recipe is parsed again, the others come from the cache.
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    report = engine.build({recipe})
+    assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
+    assert len(set(engine._cache.pages) - parsed) == 1
 
 
 def test_parallel_render_matches_serial(site: Path, tmp_path: Path) -> None:
