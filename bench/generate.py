@@ -389,14 +389,27 @@ def _write_parquet(out: Path, tables: list[tuple[str, list[tuple[str, str, list[
         pq.write_table(table, folder / "bulk.parquet")
 
 
-def add_row_file(root: Path, recipe_index: int, date: str, *, rows: int = 36, seed: int = 99) -> Path:
-    """Add one more synthetic run file to an existing generated site (for the benchmark)."""
+def add_row_file(
+    root: Path,
+    recipe_index: int,
+    date: str,
+    *,
+    rows: int = 36,
+    seed: int = 99,
+    factor: float = 1.0,
+    rel: str | None = None,
+) -> Path:
+    """Add one more synthetic run file to an existing generated site (for the benchmark and tests:
+    ``factor`` scales the run, to plant a regression; ``rel`` places the file elsewhere under
+    ``data/rows/``)."""
     rnd = random.Random(seed)
     meta = _recipe_meta(recipe_index)
     node = f"{meta['hardware']}-n0"
     env = " ".join(f"{k}={v}" for k, v in meta["env"].items())  # type: ignore[attr-defined]
-    file_rows = run_rows(recipe_index, date, node, str(meta["version"]), str(meta["flags"]), env, rows, rnd)
-    path = root / "data" / "rows" / recipe_slug(recipe_index) / f"{date}-{node}.csv"
+    file_rows = run_rows(
+        recipe_index, date, node, str(meta["version"]), str(meta["flags"]), env, rows, rnd, factor=factor
+    )
+    path = root / "data" / "rows" / (rel or f"{recipe_slug(recipe_index)}/{date}-{node}.csv")
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [",".join(ROW_HEADER)] + [",".join(_csv_cell(c) for c in r) for r in file_rows]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

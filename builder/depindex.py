@@ -192,7 +192,7 @@ class StageMemo:
 class OutputFiles(Mapping[str, bytes]):
     """Every output file of this build: fresh bytes, or the previous file read when asked for."""
 
-    def __init__(self, fresh: dict[str, bytes], kept: dict[str, Path], out: Path) -> None:
+    def __init__(self, fresh: dict[str, bytes], kept: Mapping[str, str | Path], out: Path) -> None:
         self.fresh = fresh
         self.kept = kept
         self.out = out
@@ -201,7 +201,7 @@ class OutputFiles(Mapping[str, bytes]):
         data = self.fresh.get(key)
         if data is not None and data is not KEPT:
             return data
-        return (self.kept[key] if data is None else self.out / key).read_bytes()
+        return Path(self.kept[key] if data is None else self.out / key).read_bytes()
 
     def __iter__(self) -> Iterator[str]:
         return iter(sorted({*self.fresh, *self.kept}))

@@ -334,8 +334,9 @@ def find_non_reproduction(
 
 
 class StoredTrials(TrialDetails):
-    """One run's trial metadata, kept with the run: ``rel`` (row file) and :data:`TrialDetails.COLUMNS`,
-    with ``row_id`` and ``file_id`` filled in from the site a finding is restored into."""
+    """Where one run's trials are, kept with the run: ``rel`` (row file), ``in_file`` (place among
+    the file's rows) and ``file_row``; ``row_id`` and ``file_id`` are filled in from the site a
+    finding is restored into. The rest of the metadata is the run's summary (``Run._meta``)."""
 
     def __init__(self, columns: dict[str, list[Any]]) -> None:
         self.columns = columns
@@ -410,13 +411,18 @@ def detach_findings(findings: Sequence[Finding], site: Site) -> list[Finding]:
     position = None if dense else {int(row_id): at for at, row_id in enumerate(ids.tolist())}
 
     def detached(run: Run) -> Run:
-        columns = {name: run._each(name) for name in TrialDetails.COLUMNS}
-        columns["rel"] = [site.row_files[i].source.rel for i in columns["file_id"]]
-        # Rows by their place among their file's rows: unchanged while the file is.
-        columns["in_file"] = [
-            (row_id if position is None else position[row_id]) - spans.start(file_id)
-            for row_id, file_id in zip(columns["row_id"], columns["file_id"], strict=True)
-        ]
+        # Only where the rows are: the run's engine, flags, env, drivers and harnesses go along
+        # summarised (``_meta``), as the live run read them.
+        row_ids, file_ids = run._each("row_id"), run._each("file_id")
+        columns = {
+            "file_row": run._each("file_row"),
+            "rel": [site.row_files[i].source.rel for i in file_ids],
+            # Rows by their place among their file's rows: unchanged while the file is.
+            "in_file": [
+                (row_id if position is None else position[row_id]) - spans.start(file_id)
+                for row_id, file_id in zip(row_ids, file_ids, strict=True)
+            ],
+        }
         copy = replace(run, details=StoredTrials(columns), positions=range(len(run.trials)), index=None)
         copy.__dict__["_meta"] = run._meta  # as the live run summarised it
         return copy
@@ -429,15 +435,20 @@ class StaleFindings(Exception):
 
 
 def restore_findings(detached: Sequence[Finding], site: Site) -> list[Finding]:
-    """Findings from :func:`detach_findings` bound to ``site``: file ids and row ids looked up anew.
+    """Findings from :func:`detach_findings` (freshly unpickled: they are bound in place) bound to
+    ``site``: file ids and row ids looked up anew.
 
     Raises :class:`StaleFindings` when a row they name is not where it was in its file (the
     caller's key should have prevented that)."""
     spans = _FileSpans(site)
+    done: set[int] = set()
 
-    def bound(run: Run) -> Run:
+    def bind(run: Run) -> None:
+        if id(run) in done:
+            return
+        done.add(id(run))
         assert isinstance(run.details, StoredTrials)
-        columns = dict(run.details.columns)
+        columns = run.details.columns
         file_id_list: list[int] = []
         row_id_list: list[int] = []
         for rel, in_file, line in zip(columns["rel"], columns["in_file"], columns["file_row"], strict=True):
@@ -454,8 +465,11 @@ def restore_findings(detached: Sequence[Finding], site: Site) -> list[Finding]:
             file_id_list.append(file_id)
             row_id_list.append(int(spans.row_ids[at]))
         columns["file_id"], columns["row_id"] = file_id_list, row_id_list
-        copy = replace(run, details=StoredTrials(columns))
-        copy.__dict__["_meta"] = run.__dict__["_meta"]
-        return copy
 
-    return [_copy_finding(f, _run_mapper(bound)) for f in detached]
+    for finding in detached:
+        for run in (*finding.departing.runs, *finding.reference.runs):
+            bind(run)
+        for ruled in finding.explanation.ruled_out:
+            bind(ruled.control)
+            bind(ruled.departing)
+    return list(detached)

@@ -312,7 +312,9 @@ class IncrementalBuilder:
             return digest_parts(*parts)
 
         pending: list[int] = []
-        kept: dict[str, Path] = {}
+        # Output paths as strings: pathlib objects for thousands of kept pages cost more than linking them.
+        out_prefix = f"{os.fspath(out)}/"
+        kept: dict[str, str] = {}
         records: dict[str, OutputRecord] = {}
         seen: set[str] = set()
         for index, (path, job) in enumerate(jobs):
@@ -328,7 +330,7 @@ class IncrementalBuilder:
                 and path not in damaged
                 and fingerprint(path, deps, old.templates) == old.fingerprint
             ):
-                kept[path] = out / path
+                kept[path] = out_prefix + path
                 records[path] = old
             else:
                 pending.append(index)
@@ -370,19 +372,19 @@ class IncrementalBuilder:
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
         write: dict[str, bytes] = {}
-        link: dict[str, Path] = dict(kept)
+        link: dict[str, str] = dict(kept)
         written: list[str] = []
         new_records: dict[str, OutputRecord] = dict(records)
         for path, data in fresh.items():
             old = previous.get(path)
             if data is KEPT:
                 assert old is not None  # the memo only hands back files the previous build recorded
-                link[path] = out / path
+                link[path] = out_prefix + path
                 new_records[path] = old
                 continue
             digest = digest_bytes(data)
             if old is not None and old.digest == digest and path not in damaged:
-                link[path] = out / path
+                link[path] = out_prefix + path
                 new_records[path] = OutputRecord(
                     fresh_prints.get(path), digest, templates_of.get(path, ()), old.stat
                 )
@@ -486,13 +488,7 @@ class IncrementalBuilder:
             if not isinstance(cache, LoadCache) or not isinstance(markdown, dict):
                 raise CacheCorrupt("load.pickle holds something else")
             cache.rows.typed = self._read_rows(folder / "rows.arrow", rows_digest)
-            self._saved_load = (
-                id(cache.rows.typed),
-                frozenset(cache.pages),
-                frozenset(markdown),
-                tuple(cache.rows.entries),
-                code,
-            )
+            self._saved_load = _load_signature(cache, markdown, code)
             self._saved_typed, self._saved_rows_digest = cache.rows.typed, rows_digest
         except CacheCorrupt as exc:
             self._cache_note = f"build cache discarded ({exc}); built from scratch"
@@ -543,13 +539,7 @@ class IncrementalBuilder:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             typed = cache.rows.typed
-            signature = (
-                id(typed),
-                frozenset(cache.pages),
-                frozenset(markdown),
-                tuple(cache.rows.entries),
-                self._cache_code,
-            )
+            signature = _load_signature(cache, markdown, self._cache_code)
             if signature != self._saved_load:
                 rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
                 if typed is not None and rows_digest is None:
@@ -572,3 +562,15 @@ class IncrementalBuilder:
         except OSError:
             self._saved_load = None
             self._discard(folder)
+
+
+def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:
+    """What ``load.pickle`` holds, cheaply compared: it is rewritten only when this changes."""
+    return (
+        id(cache.rows.typed),
+        frozenset(cache.pages),
+        frozenset(markdown),
+        tuple(cache.rows.entries),
+        frozenset((slug, key) for slug, (key, _) in cache.findings.items()),
+        code,
+    )

@@ -63,13 +63,14 @@ class RowCache:
     typed: pa.Table | None = None
     """Every valid row of every entry, in entry order, as the ``rows`` table holds them."""
 
-    def slices(self) -> dict[str, pa.Table]:
-        out: dict[str, pa.Table] = {}
+    def offsets(self) -> dict[str, tuple[int, int]]:
+        """By file path: (first row, row count) of its rows in :attr:`typed` (empty without it)."""
+        out: dict[str, tuple[int, int]] = {}
         if self.typed is None:
             return out
         offset = 0
         for rel, entry in self.entries.items():
-            out[rel] = self.typed.slice(offset, entry.rows)
+            out[rel] = (offset, entry.rows)
             offset += entry.rows
         return out
 
@@ -83,6 +84,8 @@ class LoadCache:
     parsed_strings: dict[tuple[str, str], str | None] = field(default_factory=dict)
     """(column, flags or env string) → parse error or None."""
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
+    findings: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
+    """Each recipe's findings of the last build, by its key (:mod:`builder.findings_memo`)."""
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
         """The cached load of a content file, or ``load(problems)`` run now and remembered."""
@@ -151,9 +154,11 @@ def load_rows(
     from builder.inputs import digest_bytes
     from builder.rows import ParsedFile, parse_row_files
 
-    old_slices = cache.slices()
+    # Reused rows are taken from the previous table by position, consecutive files in one slice
+    # (a slice per file cost more than the rest of an unchanged load).
+    old_offsets = cache.offsets()
     parsed: list[ParsedFile | None] = [None] * len(files)
-    tables: list[pa.Table | None] = [None] * len(files)
+    tables: list[pa.Table | tuple[int, int] | None] = [None] * len(files)
     entries: dict[str, RowEntry] = {}
     fresh: list[int] = []
     digests = [digest_bytes(f.read()) for f in files]
@@ -164,12 +169,12 @@ def load_rows(
             and entry.digest == digests[index]
             and entry.kind == source.kind
             and entry.context == _context(entry.recipes, entry.nodes, known_recipes, known_nodes)
-            and source.rel in old_slices
+            and source.rel in old_offsets
         ):
             item = ParsedFile(source, None, ragged=entry.ragged, plain=entry.plain)
             item.reported = set(entry.reported)
             parsed[index] = item
-            tables[index] = old_slices[source.rel]
+            tables[index] = old_offsets[source.rel]
             entries[source.rel] = entry
             problems.errors.extend(entry.errors)
         else:
@@ -214,10 +219,30 @@ def load_rows(
             return [p for p in parsed if p is not None], cache.typed
 
     final_parsed: list[ParsedFile] = [p for p in parsed if p is not None]
-    pieces = [t for t in tables if t is not None and t.num_rows]
-    counts = [t.num_rows if t is not None else 0 for t in tables]
     if not fresh and cache.typed is not None and list(cache.entries) == [f.rel for f in files]:
         return final_parsed, cache.typed  # nothing changed: same rows, same ids
+    pieces: list[pa.Table] = []
+    counts: list[int] = []
+    run: list[int] = []  # [start, end) of the previous table's rows still to take
+    for table in tables:
+        if isinstance(table, tuple):
+            start, count = table
+            counts.append(count)
+            if run and run[1] == start:
+                run[1] = start + count
+                continue
+            if run and run[1] > run[0]:
+                pieces.append(_previous(cache, run))
+            run = [start, start + count]
+            continue
+        if run and run[1] > run[0]:
+            pieces.append(_previous(cache, run))
+        run = []
+        counts.append(table.num_rows if table is not None else 0)
+        if table is not None and table.num_rows:
+            pieces.append(table)
+    if run and run[1] > run[0]:
+        pieces.append(_previous(cache, run))
     if pieces:
         combined = pa.concat_tables(pieces).combine_chunks()
     else:
@@ -233,3 +258,8 @@ def load_rows(
     cache.entries = {f.rel: entries[f.rel] for f in files}
     cache.typed = combined
     return final_parsed, combined
+
+
+def _previous(cache: RowCache, run: list[int]) -> pa.Table:
+    assert cache.typed is not None
+    return cache.typed.slice(run[0], run[1] - run[0])

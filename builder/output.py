@@ -50,7 +50,7 @@ def _link_or_copy(source: str | Path, target: str | Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, Path]) -> None:
+def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, str | Path]) -> None:
     # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
     base = os.fspath(target)
     made: set[str] = set()
@@ -144,7 +144,7 @@ def publish(
     out: Path,
     root: Path,
     *,
-    reuse: Mapping[str, Path] | None = None,
+    reuse: Mapping[str, str | Path] | None = None,
     trash: Path | None = None,
 ) -> None:
     """Write ``files`` into ``out`` atomically, replacing what was there.

@@ -68,11 +68,14 @@ def load_and_reconcile(
     site, problems, annotations = load_with_annotations(config, timings, cache=cache)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
-    recon = (
-        None
-        if problems
-        else timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems))
-    )
+    if problems:
+        return Loaded(site, problems, None)
+    memo = None
+    if cache is not None:
+        from builder.findings_memo import FindingsMemo, recipe_keys
+
+        memo = FindingsMemo(cache.findings, recipe_keys(site, cache.rows.entries))
+    recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     return Loaded(site, problems, recon)
 
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from builder.flags import FlagSyntaxError, FlagValue, flag_map, format_value, pa
 from builder.forked import Forked
 from builder.load import Recipe, Site
 from builder.run_groups import Combinations, combinations
+
+if TYPE_CHECKING:
+    from builder.findings_memo import FindingsMemo
 
 MATCHES = "matches"
 DIFFERS = "differs"
@@ -186,11 +189,17 @@ class _Cache:
 
 
 def reconcile_rows(
-    site: Site, annotations: Sequence[LocatedAnnotation] = (), problems: Problems | None = None
+    site: Site,
+    annotations: Sequence[LocatedAnnotation] = (),
+    problems: Problems | None = None,
+    *,
+    memo: FindingsMemo | None = None,
 ) -> Reconciliation:
     """Status of every row (one Python comparison per distinct metadata combination), the findings
     of non-reproduction and their annotations. An annotation that selects no finding is an error,
-    added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given)."""
+    added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given).
+    ``memo``: the findings of an earlier build, reused for the recipes whose inputs are unchanged
+    (:mod:`builder.findings_memo`)."""
     # One status per distinct combination of recorded metadata (a handful, even over 100k rows),
     # each flags/env string parsed once; the per-row index is built with numpy.
     combos = combinations(site)
@@ -213,7 +222,7 @@ def reconcile_rows(
         kind_of_combo.append(kinds.setdefault(status, len(kinds)))
     kind_of_row = np.asarray(kind_of_combo, np.int32)[combos.of_row_id] if len(combos) else combos.of_row_id
     result = Reconciliation(list(kinds), kind_of_row)
-    result.findings = find_non_reproduction(site, combos)
+    result.findings = find_non_reproduction(site, combos) if memo is None else memo.findings(site, combos)
     if annotations:
         collected = problems if problems is not None else Problems()
         attach_annotations(result.findings, annotations, collected)

@@ -1,0 +1,181 @@
+"""Findings kept across builds (builder/findings_memo.py) are those a clean reconciliation gives.
+
+A small SYNTHETIC site (bench/generate.py) with planted regressions is loaded with a load cache,
+changed, and loaded again: after each change the findings (as JSON, and the row ids pages link to)
+must equal a load without any cache, and only the recipes whose inputs changed are computed again.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builder import incremental
+from builder.build_state import read_cache, state_dir, write_cache
+from builder.config import load_config
+from builder.incremental import IncrementalBuilder
+from builder.loadcache import LoadCache
+from builder.pipeline import Loaded, load_and_reconcile
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+import generate  # noqa: E402
+
+SLUGS = [generate.recipe_slug(i) for i in range(4)]
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
+    root = tmp_path / "root"
+    generate.write_site(root, recipes=4, rows=24, cases=1, posts=1)
+    for index in (0, 1):  # a second run that agrees, then a regression
+        generate.add_row_file(root, index, "2026-02-01", rows=24, seed=3 + index)
+        generate.add_row_file(root, index, "2026-03-01", rows=24, seed=5 + index, factor=0.6)
+    shutil.copytree(REPO / "templates", root / "templates")
+    return root
+
+
+def summary(loaded: Loaded) -> list[tuple[Any, ...]]:
+    """What pages and ``check`` show of the findings, row ids included."""
+    assert not loaded.problems.errors, loaded.problems.errors[:3]
+    assert loaded.recon is not None
+    return [
+        (f.as_json(), sorted(f.row_ids), [list(run.row_ids) for run, _ in f.runs])
+        for f in loaded.recon.findings
+    ]
+
+
+def clean(root: Path) -> list[tuple[Any, ...]]:
+    return summary(load_and_reconcile(load_config(root)))
+
+
+def cached(root: Path, cache: LoadCache) -> tuple[list[tuple[Any, ...]], set[str]]:
+    """The findings loaded with ``cache``, and the recipes whose findings were computed (not restored)."""
+    before = dict(cache.findings)
+    result = summary(load_and_reconcile(load_config(root), cache=cache))
+    computed = {slug for slug, blob in cache.findings.items() if before.get(slug) is not blob}
+    return result, computed
+
+
+def edit(path: Path, pattern: str, replacement: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    new = re.sub(pattern, replacement, text, count=1, flags=re.M)
+    assert new != text, pattern
+    path.write_text(new, encoding="utf-8")
+
+
+def recipe_file(root: Path, index: int) -> Path:
+    return root / "content" / "recipes" / f"{SLUGS[index]}.md"
+
+
+def test_an_unchanged_site_restores_every_recipe(site: Path) -> None:
+    cache = LoadCache()
+    first, computed = cached(site, cache)
+    assert computed == set(SLUGS)
+    expected = clean(site)
+    assert first == expected
+    assert {f[0]["recipe"] for f in expected} == set(SLUGS[:2])  # the planted regressions
+    again, computed = cached(site, cache)
+    assert computed == set()
+    assert again == expected
+
+
+def test_a_new_row_file_recomputes_its_recipe_only(site: Path) -> None:
+    cache = LoadCache()
+    before, _ = cached(site, cache)
+    generate.add_row_file(site, 2, "2026-02-01", rows=24, seed=11)
+    generate.add_row_file(site, 2, "2026-03-01", rows=24, seed=12, factor=0.6)
+    after, computed = cached(site, cache)
+    assert computed == {SLUGS[2]}
+    assert after == clean(site)
+    assert after != before and SLUGS[2] in {f[0]["recipe"] for f in after}
+
+
+def test_rows_that_move_keep_their_findings_pointing_at_them(site: Path) -> None:
+    """A file sorting first shifts every row id: restored findings must link the rows' new ids."""
+    cache = LoadCache()
+    before, _ = cached(site, cache)
+    generate.add_row_file(site, 3, "2026-02-01", rows=12, seed=13, rel="0-first.csv")
+    after, computed = cached(site, cache)
+    assert computed == {SLUGS[3]}
+    assert after == clean(site)
+    assert [f[1] for f in after] != [f[1] for f in before]  # the ids did move
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement"),
+    [
+        (r"^engine_version: .*$", "engine_version: '9.9.9'"),
+        (r"^engine: .*$", "engine: synth-other-engine"),
+        (r"^flags: .*$", "flags: '--max-model-len 1024'"),
+    ],
+)
+def test_a_reconciled_front_matter_field_recomputes_its_recipe(
+    site: Path, pattern: str, replacement: str
+) -> None:
+    cache = LoadCache()
+    cached(site, cache)
+    edit(recipe_file(site, 0), pattern, replacement)
+    after, computed = cached(site, cache)
+    assert computed == {SLUGS[0]}
+    assert after == clean(site)
+
+
+def test_a_body_edit_recomputes_nothing(site: Path) -> None:
+    cache = LoadCache()
+    cached(site, cache)
+    with recipe_file(site, 0).open("a", encoding="utf-8") as handle:
+        handle.write("\nSynthetic body edit.\n")
+    after, computed = cached(site, cache)
+    assert computed == set()
+    assert after == clean(site)
+
+
+def test_a_node_moved_to_other_hardware_recomputes_every_recipe(site: Path) -> None:
+    cache = LoadCache()
+    cached(site, cache)
+    nodes = site / "data" / "nodes.yaml"
+    text = nodes.read_text(encoding="utf-8")
+    hardware = sorted(set(re.findall(r"hardware: (\S+)", text)))
+    assert len(hardware) >= 2
+    edit(nodes, rf"hardware: {re.escape(hardware[0])}$", f"hardware: {hardware[1]}")
+    after, computed = cached(site, cache)
+    assert computed == set(SLUGS)
+    assert after == clean(site)
+
+
+def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo lives in the load cache, which another builder (code or toolchain) discards."""
+    out = site / "site"
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    assert engine.build(None).ok
+    # Falsify the kept findings of a recipe that has some, keeping its key: only a memo that is
+    # used (control) or discarded (the point) can tell.
+    load_path = state_dir(site, out) / "load.pickle"
+    cache, markdown, rows_digest, code = read_cache(load_path)
+    key, _ = cache.findings[SLUGS[0]]
+    cache.findings[SLUGS[0]] = (key, pickle.dumps([]))
+    write_cache(load_path, (cache, markdown, rows_digest, code))
+    post = next((site / "content" / "posts").glob("*.md"))
+    expected = clean(site)
+
+    def build_after_an_edit(marker: str) -> list[str]:
+        with post.open("a", encoding="utf-8") as handle:
+            handle.write(f"\n{marker}\n")
+        engine = IncrementalBuilder(load_config(site, out), workers=1, keep_context=True)
+        report = engine.build(None)
+        assert report.ok, report.problems
+        assert engine._context is not None
+        return sorted({f.recipe for f in engine._context.recon.findings})
+
+    assert build_after_an_edit("Synthetic edit one.") == [SLUGS[1]]  # control: the falsified memo is used
+    real = incremental.environment_key
+    monkeypatch.setattr(incremental, "environment_key", lambda *a: real(*a) + b"another builder")
+    assert build_after_an_edit("Synthetic edit two.") == sorted({f[0]["recipe"] for f in expected})
