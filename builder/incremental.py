@@ -289,9 +289,13 @@ class IncrementalBuilder:
         assert loaded.recon is not None
         site = loaded.site
         markdown = Markdown(self._markdown if self._markdown is not None else {})
-        ctx = make_context(
-            site, loaded.recon, markdown, self._context.rows if reused and self._context else None
-        )
+        earlier = self._context if reused else None
+        pages = None
+        if self.keep_context:  # the preview: pages' values for the next template-only rebuild
+            from builder.page_memo import PageMemo
+
+            pages = earlier.memo if earlier is not None and earlier.memo is not None else PageMemo()
+        ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None, memo=pages)
         jobs = page_jobs(ctx)
         lap("prepare")
 

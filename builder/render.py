@@ -11,7 +11,7 @@ import functools
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,13 @@ from builder.findings_pages import findings_page_jobs, recipe_findings
 from builder.indexes import index_page_jobs
 from builder.jsonscript import script_json
 from builder.load import Site, today
+from builder.page_memo import PageMemo
 from builder.reconcile import Reconciliation
 from builder.search import search_page_jobs
 from builder.tables import chart_rows, row_table_rows
 from builder.views import (
     METRIC_LABELS,
+    RowsByRecipe,
     api_example,
     case_studies_by_recipe,
     headline,
@@ -155,6 +157,8 @@ class RenderContext:
     """Base model → slug of its comparison page (models with more than one recipe)."""
     node_hw: dict[str, str] = field(default_factory=dict)
     """Node → hardware id, for the settings of charts and comparisons."""
+    memo: PageMemo | None = None
+    """Pages' template-independent values, kept across the preview's template-only rebuilds."""
 
     def page(self, template: str, out_path: str, **values: Any) -> bytes:
         settings = self.site.config.settings
@@ -192,13 +196,15 @@ def make_context(
     recon: Reconciliation,
     markdown: Markdown | None = None,
     rows: Mapping[str, list[dict[str, Any]]] | None = None,
+    memo: PageMemo | None = None,
 ) -> RenderContext:
     """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
-    template edit), with the recipes it already converted."""
+    template edit), with the recipes it already converted. ``memo``: pages' values to keep (and
+    reuse when they were made for this very site data, see :mod:`builder.page_memo`)."""
     config = site.config
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
-    return RenderContext(
+    ctx = RenderContext(
         site=site,
         recon=recon,
         env=make_environment(config.templates),
@@ -209,37 +215,60 @@ def make_context(
         build_date=today(config),
         comparisons=comparison_slugs(site),
         node_hw=node_hardware(site),
+        memo=memo,
     )
+    if memo is not None:
+        memo.bind(ctx)
+        memo.install(ctx.env)
+    return ctx
+
+
+def _recipe_values(ctx: RenderContext, slug: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a recipe page computes from the site's data: nothing here depends on a template."""
+    recipe = ctx.site.recipes[slug]
+    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
+    findings, marked_rows = recipe_findings(ctx, slug)
+    return {
+        "statuses": statuses,
+        "findings": findings,
+        "marked_rows": marked_rows,
+        "anchors": row_anchors(ctx.site, rows),
+        "headline": headline(recipe, rows, ctx.recon),
+        "params": key_parameters(recipe),
+        "command": recipe_command(recipe),
+        "api": api_example(recipe),
+        "charts": recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
+    }
 
 
 def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     recipe = ctx.site.recipes[slug]
-    rows = ctx.rows.get(slug, [])
-    body = ctx.markdown.render(recipe.doc.body, faq=True)
-    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
-    findings, marked_rows = recipe_findings(ctx, slug)
-    charts = recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug))
-    return ctx.page(
-        "recipe.html",
-        f"recipes/{slug}/index.html",
-        recipe=recipe,
-        meta=recipe.meta,
-        body=body,
-        rows=rows,
-        statuses=statuses,
-        findings=findings,
-        marked_rows=marked_rows,
-        anchors=row_anchors(ctx.site, rows),
-        headline=headline(recipe, rows, ctx.recon),
-        params=key_parameters(recipe),
-        command=recipe_command(recipe),
-        api=api_example(recipe),
-        cases=ctx.cases_by_recipe.get(slug, []),
-        hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
-        nodes=ctx.site.nodes,
-        charts=charts,
-        comparison_url=_comparison_url(ctx, recipe.meta.model),
-    )
+    path = f"recipes/{slug}/index.html"
+    memo = ctx.memo if ctx.memo is not None and ctx.memo.serves(ctx) else None
+    entry = memo.get(path) if memo is not None else None
+    rows: Sequence[dict[str, Any]]
+    if entry is not None and isinstance(ctx.rows, RowsByRecipe):
+        rows = ctx.rows.lazy(slug)  # everything computed from them is remembered
+        computed = entry.values
+    else:
+        rows = ctx.rows.get(slug, [])
+        computed = _recipe_values(ctx, slug, rows)
+        entry = memo.add(path, computed) if memo is not None else None
+    values = {
+        "recipe": recipe,
+        "meta": recipe.meta,
+        "body": ctx.markdown.render(recipe.doc.body, faq=True),
+        "rows": rows,
+        **computed,
+        "cases": ctx.cases_by_recipe.get(slug, []),
+        "hardware_name": ctx.site.hardware_name(recipe.meta.hardware),
+        "nodes": ctx.site.nodes,
+        "comparison_url": _comparison_url(ctx, recipe.meta.model),
+    }
+    if memo is None or entry is None:
+        return ctx.page("recipe.html", path, **values)
+    with memo.page(entry, values):
+        return ctx.page("recipe.html", path, **values)
 
 
 def render_case_study(ctx: RenderContext, slug: str) -> bytes:

@@ -6,10 +6,10 @@ import datetime as dt
 import functools
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -110,6 +110,11 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
             self._converted[slug] = rows
         return rows
 
+    def lazy(self, slug: str) -> LazyRows:
+        """The recipe's rows, converted only if something reads them (their number is known)."""
+        where = self._slices.get(slug)
+        return LazyRows(self, slug, 0 if where is None else where[1])
+
     def table(self, slug: str) -> pa.Table:
         """The recipe's rows as Arrow columns (``ROW_COLUMNS``, newest first), not converted to dicts."""
         where = self._slices.get(slug)
@@ -123,6 +128,35 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
 
     def __len__(self) -> int:
         return len(self._slices)
+
+
+class LazyRows(Sequence[dict[str, Any]]):
+    """A recipe's rows as :class:`RowsByRecipe` gives them, converted to dicts on first read.
+
+    A recipe page re-rendered from remembered values (:mod:`builder.page_memo`) needs its rows only
+    if its template reads them itself; ``length`` and truth tests do not convert.
+    """
+
+    def __init__(self, source: RowsByRecipe, slug: str, count: int) -> None:
+        self._source = source
+        self._slug = slug
+        self._count = count
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return self._source[self._slug]
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._rows()[index]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows())
 
 
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
