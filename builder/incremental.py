@@ -59,6 +59,7 @@ from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 if TYPE_CHECKING:
     from builder.config import SiteConfig
     from builder.content import RenderedBody
+    from builder.early_stages import EarlyStages
     from builder.loadcache import LoadCache
     from builder.pipeline import Loaded
     from builder.render import RenderContext
@@ -106,6 +107,8 @@ class IncrementalBuilder:
         self._saved_rows_digest: bytes | None = None
         self._cache_code: bytes | None = None
         """Builder code and toolchain the load cache was made with."""
+        self._early: EarlyStages | None = None
+        """Stages started in a child by the build under way."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -207,7 +210,12 @@ class IncrementalBuilder:
         if changed is not None:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
-        report = self._run(changed)
+        try:
+            report = self._run(changed)
+        finally:
+            if self._early is not None:
+                self._early.cancel()  # stages a failed build did not wait for
+                self._early = None
         self._unsettled = set()
         return report
 
@@ -257,8 +265,9 @@ class IncrementalBuilder:
         seconds: dict[str, float],
         mark: float,
     ) -> BuildReport:
+        from builder.early_stages import EarlyStages
         from builder.loadcache import LoadCache
-        from builder.pipeline import load_and_reconcile, output_stages
+        from builder.pipeline import load_and_reconcile, output_stages, page_independent_stages
 
         def lap(name: str) -> None:
             nonlocal mark
@@ -276,6 +285,8 @@ class IncrementalBuilder:
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
         reused = self._reuse_loaded(config, state, inputs, cache)
+        if not reused:
+            cache.scanned = {k: v for k, v in inputs.digests.items() if k.startswith("data/rows/")}
         loaded = reused or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
@@ -289,6 +300,19 @@ class IncrementalBuilder:
         assert loaded.recon is not None
         site = loaded.site
         markdown = Markdown(self._markdown if self._markdown is not None else {})
+        previous = state.outputs if state is not None else {}
+        glob = global_digest(inputs, environment)
+        deps_index = DepIndex(inputs, cache, site)
+        out = config.out
+        memo = StageMemo(
+            state.memo if state is not None else {},
+            lambda p: p in previous and p not in damaged,
+            out,
+            glob,
+            deps_index,
+        )
+        # Stages that read no page (search) run in a child meanwhile; cancelled by run() on failure.
+        self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
         earlier = self._context if reused else None
         pages = None
         if self.keep_context:  # the preview: pages' values for the next template-only rebuild
@@ -296,13 +320,10 @@ class IncrementalBuilder:
 
             pages = earlier.memo if earlier is not None and earlier.memo is not None else PageMemo()
         ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None, memo=pages)
+        if self.persist:
+            ctx.env.bytecode_cache = _template_cache(config.cache_dir, code)
         jobs = page_jobs(ctx)
         lap("prepare")
-
-        previous = state.outputs if state is not None else {}
-        glob = global_digest(inputs, environment)
-        deps_index = DepIndex(inputs, cache, site)
-        out = config.out
 
         def fingerprint(path: str, deps: tuple[str, ...], templates: tuple[str, ...]) -> bytes | None:
             parts: list[bytes | str] = [glob, path]
@@ -359,15 +380,8 @@ class IncrementalBuilder:
         lap("render")
 
         files = OutputFiles(fresh, kept, out)
-        memo = StageMemo(
-            state.memo if state is not None else {},
-            lambda p: p in previous and p not in damaged,
-            out,
-            glob,
-            deps_index,
-        )
         for name, stage in output_stages(site, ctx, memo):
-            produced = stage(files)
+            produced = early.files(name) if name in early else stage(files)
             for path in produced:
                 if path in fresh or path in kept:
                     raise BuilderError(f"two producers write {path}", "<builder>")
@@ -578,3 +592,48 @@ def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | No
         frozenset((slug, key) for slug, (key, _) in cache.findings.items()),
         code,
     )
+
+
+def _template_cache(cache_dir: Path, code: bytes) -> Any:
+    """Compiled templates kept across builds (compiling them cost an edit build ~0.1 s).
+
+    Jinja checks each against its template's source, but not against the environment's options:
+    the folder is per builder code, and folders of other code are removed."""
+    import shutil
+
+    import jinja2
+
+    name = f"templates-{code.hex()[:16]}"
+    folder = cache_dir / "jinja"
+    try:
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for other in os.scandir(folder):
+            if other.name != name and other.name.startswith("templates-"):
+                shutil.rmtree(other.path, ignore_errors=True)
+    except OSError:
+        return None  # not cached: only slower
+
+    class Cache(jinja2.FileSystemBytecodeCache):
+        """Written atomically (render workers compile at the same time); an unreadable file is
+        compiled again."""
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # noqa: BLE001 - a damaged file is a cache miss
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            path = self._get_cache_filename(bucket)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            try:
+                with open(tmp, "wb") as handle:
+                    bucket.write_bytecode(handle)
+                os.replace(tmp, path)
+            except OSError:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+    return Cache(str(folder / name))

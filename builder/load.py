@@ -383,7 +383,11 @@ def load_site(
         if content is None:
             loaded = compute()
         # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
-        files = discover_row_files(root, read=cache is not None) + list(extra_row_files or [])
+        scanned = cache.scanned if cache is not None else None
+        if cache is not None:
+            cache.scanned = None  # good for this load only
+        read = cache is not None and scanned is None  # else read only when parsed
+        files = discover_row_files(root, read=read) + list(extra_row_files or [])
         con = duckdb.connect()
         if cache is None:
             parsed, raw = parse_row_files(files, row_problems)
@@ -392,7 +396,7 @@ def load_site(
         else:
             from builder.loadcache import load_rows
 
-            parsed, rows = load_rows(files, con, recipe_slugs, node_ids, row_problems, cache.rows)
+            parsed, rows = load_rows(files, con, recipe_slugs, node_ids, row_problems, cache.rows, scanned)
             con.register("rows", rows)
     except BaseException:
         if content is not None:

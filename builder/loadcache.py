@@ -9,7 +9,7 @@ rows, their order, ``row_id``, ``file_id``, every problem — is what a clean lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,10 @@ class LoadCache:
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
     findings: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
     """Each recipe's findings of the last build, by its key (:mod:`builder.findings_memo`)."""
+    scanned: dict[str, bytes] | None = None
+    """Content hashes of the row files (by ``data/rows/…`` path) from the build's own scan of its
+    inputs, when it made one just before loading: the load then reads only the files that changed.
+    Consumed by the load (reset to None), so it never outlives that scan."""
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
         """The cached load of a content file, or ``load(problems)`` run now and remembered."""
@@ -145,8 +149,11 @@ def load_rows(
     known_nodes: set[str],
     problems: Problems,
     cache: RowCache,
+    scanned: Mapping[str, bytes] | None = None,
 ) -> tuple[list[ParsedFile], pa.Table]:
-    """Parse and validate the files that changed, reuse the rest; return what a clean load returns."""
+    """Parse and validate the files that changed, reuse the rest; return what a clean load returns.
+
+    ``scanned``: content hashes of files on disk by path (:attr:`LoadCache.scanned`)."""
     import numpy as np
     import pyarrow as pa
 
@@ -161,7 +168,14 @@ def load_rows(
     tables: list[pa.Table | tuple[int, int] | None] = [None] * len(files)
     entries: dict[str, RowEntry] = {}
     fresh: list[int] = []
-    digests = [digest_bytes(f.read()) for f in files]
+    known = scanned or {}
+    # A file on disk the build's scan hashed is not read again unless it is parsed.
+    digests = [
+        digest
+        if source.data is None and (digest := known.get(source.rel)) is not None
+        else digest_bytes(source.read())
+        for source in files
+    ]
     for index, source in enumerate(files):
         entry = cache.entries.get(source.rel)
         if (

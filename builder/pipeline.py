@@ -15,6 +15,7 @@ from builder.load import Site, load_site
 from builder.reconcile import Reconciliation, reconcile_rows
 
 if TYPE_CHECKING:
+    from builder.content import Markdown
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
 
@@ -98,13 +99,22 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
     memoise its files across builds with ``reuse`` (see :class:`builder.deps.Reuse`).
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
-    from builder.search import search_files
     from builder.toolkit import reader_files
 
     return [
         ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
-        ("search", lambda files: search_files(site, ctx.markdown, files, reuse)),
+        *page_independent_stages(site, ctx.markdown, reuse),
     ]
+
+
+def page_independent_stages(
+    site: Site, markdown: Markdown, reuse: Reuse = no_reuse
+) -> list[tuple[str, Stage]]:
+    """The stages of :func:`output_stages` that read no page, only the site and its markdown (the
+    engine starts them before the pages, in a forked child: same files, sooner)."""
+    from builder.search import search_files
+
+    return [("search", lambda files: search_files(site, markdown, files, reuse))]
 
 
 def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:

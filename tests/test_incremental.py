@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from builder import incremental
 from builder.build_state import quick_noop, state_dir
 from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
@@ -425,3 +426,30 @@ def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
     # The next build trusts the fresh record again.
     again = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert again.ok and again.noop and again.cache_note is None
+
+
+def test_compiled_templates_are_kept_per_builder_and_follow_template_edits(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jinja checks kept bytecode against the template's source, not against how the builder
+    configures it: the folder is per builder, and another builder's goes."""
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    folder = site / ".cache" / "builder" / "jinja"
+    [first] = list(folder.iterdir())
+    assert any(first.iterdir())
+    template = site / "templates" / "recipe.html"
+    template.write_text(
+        template.read_text(encoding="utf-8").replace(
+            "{% endblock %}", "<p>synthetic marker</p>{% endblock %}", 1
+        ),
+        encoding="utf-8",
+    )
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    page = next(out.glob("recipes/*/index.html")).read_text(encoding="utf-8")
+    assert "synthetic marker" in page
+    real = incremental.environment_key
+    monkeypatch.setattr(incremental, "environment_key", lambda *a: real(*a) + b"another builder")
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    [second] = list(folder.iterdir())
+    assert second.name != first.name
