@@ -370,10 +370,12 @@ class IncrementalBuilder:
         fresh: dict[str, bytes] = dict(ctx.assets.files)
         fresh_prints: dict[str, bytes | None] = {}
         templates_of: dict[str, tuple[str, ...]] = {}
+        page_digests: dict[str, bytes] = {}  # hashed by the render workers
         for result in results:
             path, job = jobs[result.index]
             assert result.data is not None
             fresh[path] = result.data
+            page_digests[path] = result.digest
             deps = declared(job)
             templates_of[path] = result.templates
             fresh_prints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
@@ -400,7 +402,7 @@ class IncrementalBuilder:
                 link[path] = out_prefix + path
                 new_records[path] = old
                 continue
-            digest = digest_bytes(data)
+            digest = page_digests.get(path) or digest_bytes(data)
             if old is not None and old.digest == digest and path not in damaged:
                 link[path] = out_prefix + path
                 new_records[path] = OutputRecord(
