@@ -233,28 +233,52 @@ def locate_templates(root: Path) -> Path:
     return beside if (beside / "base.html").is_file() else PACKAGE_DIR / "_templates"
 
 
+@dataclass
+class QuickScan:
+    """What :func:`quick_scan` found: a no-op's report, or the record and scan a build can go on from."""
+
+    report: BuildReport | None
+    """The report of a build with nothing to do; None when there is something to do."""
+    state: State | None = None
+    """The record of the previous build, as read (None: none usable)."""
+    inputs: Inputs | None = None
+    """The inputs as scanned against :attr:`state` (None when not scanned)."""
+    templates: Path | None = None
+    """The templates folder the scan looked at."""
+    folder: Path | None = None
+    """The record's folder (:func:`state_dir`)."""
+
+
 def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
     """The report of a build with nothing to do, found without importing the heavy stages; else None.
 
     ``build`` calls this first, so a no-op build costs a scan of the inputs and of the output.
     """
+    return quick_scan(root, out).report
+
+
+def quick_scan(root: str | Path, out: str | Path | None = None) -> QuickScan:
+    """:func:`quick_noop`, also handing over the record it read and the inputs it scanned, so the
+    build that follows when there is something to do does not read and scan them again."""
     start = time.perf_counter()
     root_path = Path(root).resolve()
     out_path = Path(out).resolve() if out is not None else root_path / "site"
     sources = _QuickSources(root_path, locate_templates(root_path))
+    folder = state_dir(root_path, out_path)
     try:
-        state = read_cache(state_dir(root_path, out_path) / "state.pickle")
+        state = read_cache(folder / "state.pickle")
     except CacheCorrupt:
-        return None
+        return QuickScan(None)
     if not isinstance(state, State):
-        return None
+        return QuickScan(None)
     if environment_key(sources, _source_date_epoch()) != state.environment:
-        return None
+        return QuickScan(None)
     inputs = scan_inputs(sources, state.inputs)
+    go_on = QuickScan(None, state, inputs, sources.templates, folder)
     if inputs.digests != state.inputs.digests:
-        return None
+        return go_on
     if output_changes(out_path, state) != (set(), set()):
-        return None
+        return go_on
     from builder.output import remove_leftovers  # light: os, shutil, tempfile
 
     remove_leftovers(out_path)
@@ -265,13 +289,14 @@ def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport |
             write_cache(state_dir(root_path, out_path) / "state.pickle", state)
         except OSError:
             pass
-    return BuildReport(
+    report = BuildReport(
         warnings=list(state.warnings),
         files=state.files,
         rows=state.rows,
         noop=True,
         seconds={"scan": time.perf_counter() - start},
     )
+    return QuickScan(report, state, inputs, sources.templates, folder)
 
 
 def output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:

@@ -52,6 +52,16 @@ class DepIndex:
             for slug in row_entry.recipes:
                 self.rows_of.setdefault(slug, []).extend([rel, row_entry.digest])
         self._memo: dict[str, bytes | None] = {}
+        self._by_model: dict[str, list[str]] | None = None
+
+    def _recipes_of(self, model: str) -> list[str]:
+        """Slugs of the recipes of base model ``model``, sorted (one pass over the recipes per build,
+        not one per model)."""
+        if self._by_model is None:
+            self._by_model = {}
+            for slug in sorted(self.site.recipes):
+                self._by_model.setdefault(self.site.recipes[slug].meta.model, []).append(slug)
+        return self._by_model.get(model, [])
 
     def _files(self, prefix: str) -> bytes:
         parts: list[bytes | str] = []
@@ -93,22 +103,20 @@ class DepIndex:
             return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
         if kind == "model-files" and arg:
             parts = []
-            for slug in sorted(self.site.recipes):
-                if self.site.recipes[slug].meta.model == arg:
-                    rel = f"content/recipes/{slug}.md"
-                    parts += [slug, self.inputs.digests.get(rel, b"-")]
+            for slug in self._recipes_of(arg):
+                rel = f"content/recipes/{slug}.md"
+                parts += [slug, self.inputs.digests.get(rel, b"-")]
             return digest_parts(dep, *parts)
         if kind == "model" and arg:
             # Front matter and rows of the model's recipes, not their bodies: a comparison page
             # shows no prose, and a body edit should not re-render it.
             parts = []
-            for slug in sorted(self.site.recipes):
-                if self.site.recipes[slug].meta.model == arg:
-                    parts += [
-                        slug,
-                        self.front.get(f"content/recipes/{slug}.md", b"?"),
-                        *self.rows_of.get(slug, []),
-                    ]
+            for slug in self._recipes_of(arg):
+                parts += [
+                    slug,
+                    self.front.get(f"content/recipes/{slug}.md", b"?"),
+                    *self.rows_of.get(slug, []),
+                ]
             return digest_parts(dep, *parts)
         return None
 

@@ -43,6 +43,7 @@ from builder.build_state import (
     BuildReport,
     CacheCorrupt,
     OutputRecord,
+    QuickScan,
     State,
     dir_stat,
     environment_key,
@@ -202,16 +203,19 @@ class IncrementalBuilder:
 
     # The build ------------------------------------------------------------------------------------
 
-    def run(self, changed: set[Path] | frozenset[Path] | None = None) -> BuildReport:
+    def run(
+        self, changed: set[Path] | frozenset[Path] | None = None, *, scan: QuickScan | None = None
+    ) -> BuildReport:
         """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems.
 
         Paths given to a build that failed are rescanned by the next one too: the record of inputs
-        is only updated by a build that succeeds."""
+        is only updated by a build that succeeds. ``scan``: what :func:`builder.build_state.quick_scan`
+        just read and scanned (``build`` asks it first), not read and scanned again."""
         if changed is not None:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
         try:
-            report = self._run(changed)
+            report = self._run(changed, scan)
         finally:
             if self._early is not None:
                 self._early.cancel()  # stages a failed build did not wait for
@@ -219,7 +223,7 @@ class IncrementalBuilder:
         self._unsettled = set()
         return report
 
-    def _run(self, changed: set[Path] | frozenset[Path] | None) -> BuildReport:
+    def _run(self, changed: set[Path] | frozenset[Path] | None, scan: QuickScan | None = None) -> BuildReport:
         from builder.config import load_config
 
         seconds: dict[str, float] = {}
@@ -232,12 +236,16 @@ class IncrementalBuilder:
             mark = now
 
         self.config = config = load_config(self.config.root, self.config.out, verbose=self.config.verbose)
-        self._load_state()
+        if scan is not None and (scan.folder != self._dir() or scan.templates != config.templates):
+            scan = None  # made for another site or output
+        self._load_state(scan.state if scan is not None else None)
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
         if state is not None and state.environment != environment:
             state = None  # another toolchain or day: nothing global can be trusted
-        if state is not None and changed is not None:
+        if state is not None and scan is not None and scan.inputs is not None and scan.state is state:
+            inputs = scan.inputs
+        elif state is not None and changed is not None:
             inputs = rescan_paths(config, state.inputs, set(changed)) or scan_inputs(config, state.inputs)
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
@@ -487,13 +495,14 @@ class IncrementalBuilder:
     def _dir(self) -> Path:
         return state_dir(self.config.root, self.config.out)
 
-    def _load_state(self) -> None:
+    def _load_state(self, state_read: State | None = None) -> None:
+        """Read the record; ``state_read``: ``state.pickle`` as already read."""
         if self._loaded_from_disk or not self.persist:
             return
         self._loaded_from_disk = True
         folder = self._dir()
         try:
-            state = read_cache(folder / "state.pickle")
+            state = state_read if state_read is not None else read_cache(folder / "state.pickle")
             load = read_cache(folder / "load.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -211,22 +211,51 @@ def render_models_index(ctx: RenderContext) -> bytes:
     )
 
 
+def hardware_ids(site: Site) -> list[str]:
+    """The ids :func:`hardware_entries` lists, sorted, without its query."""
+    return sorted(
+        set(site.hardware)
+        | {r.meta.hardware for r in site.recipes.values()}
+        | {n.hardware for n in site.nodes.values()}
+    )
+
+
+def engine_slugs(site: Site) -> list[str]:
+    """The slugs :func:`engines` lists, sorted: engines of recipes and of rows (a cheap query)."""
+    named = {r.meta.engine for r in site.recipes.values()}
+    named.update(
+        name
+        for (name,) in site.con.execute(
+            "SELECT DISTINCT engine FROM rows WHERE engine IS NOT NULL"
+        ).fetchall()
+    )
+    return sorted({engine_slug(name) for name in named})
+
+
 def index_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    """Index pages; the two queries behind them run once, when the job list is made."""
-    hw = hardware_entries(ctx.site)
-    eng = engines(ctx.site)
+    """Index pages; the two queries behind them run once, when the first page needing them renders
+    (a rebuild that renders none of them, as after a recipe's text changed, does not run them)."""
+    hw = cache(lambda: hardware_entries(ctx.site))
+    eng = cache(lambda: engines(ctx.site))
     reads = (deps.RECIPES, deps.ROWS)  # recipe metadata and row statistics
     jobs: list[PageJob] = [
-        ("hardware/index.html", deps.depends(lambda: render_hardware_index(ctx, hw), *reads)),
-        ("engines/index.html", deps.depends(lambda: render_engines_index(ctx, eng), *reads)),
+        ("hardware/index.html", deps.depends(lambda: render_hardware_index(ctx, hw()), *reads)),
+        ("engines/index.html", deps.depends(lambda: render_engines_index(ctx, eng()), *reads)),
         ("models/index.html", deps.depends(lambda: render_models_index(ctx), deps.RECIPES)),
     ]
+
+    def hardware_page(id_: str) -> bytes:
+        return render_hardware(ctx, hw()[id_])
+
+    def engine_page(slug: str) -> bytes:
+        return render_engine(ctx, eng()[slug])
+
     jobs += [
-        (f"hardware/{e.id}/index.html", deps.depends(partial(render_hardware, ctx, e), *reads))
-        for e in hw.values()
+        (f"hardware/{id_}/index.html", deps.depends(partial(hardware_page, id_), *reads))
+        for id_ in hardware_ids(ctx.site)
     ]
     jobs += [
-        (f"engines/{e.slug}/index.html", deps.depends(partial(render_engine, ctx, e), *reads))
-        for e in eng.values()
+        (f"engines/{slug}/index.html", deps.depends(partial(engine_page, slug), *reads))
+        for slug in engine_slugs(ctx.site)
     ]
     return jobs

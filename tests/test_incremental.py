@@ -453,3 +453,26 @@ def test_compiled_templates_are_kept_per_builder_and_follow_template_edits(
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
     [second] = list(folder.iterdir())
     assert second.name != first.name
+
+
+def test_the_cli_build_goes_on_from_its_quick_scan(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build`` looks for a no-op first; when there is work, the engine takes the record and the
+    scan from there (not read and scanned twice) and still makes a clean build's bytes."""
+    from builder.cli import main
+
+    out = tmp_path / "out"
+    assert main(["build", "--root", str(site), "--out", str(out)]) == 0
+
+    def no_second_scan(*args: object, **kwargs: object) -> None:
+        raise AssertionError("inputs scanned again")
+
+    editor = Editor(site, random.Random(SEED))
+    for edit in (editor.edit_body, editor.add_rows, editor.edit_front):
+        edit()
+        with monkeypatch.context() as patch:
+            patch.setattr(incremental, "scan_inputs", no_second_scan)
+            assert main(["build", "--root", str(site), "--out", str(out)]) == 0
+        assert clean_build(site, tmp_path / "clean") is None
+        assert_same_tree(out, tmp_path / "clean", edit.__name__)

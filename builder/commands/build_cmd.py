@@ -59,13 +59,19 @@ def _print(files: int, rows: int, out: str, warnings: list[Any], summary: str | 
 
 
 def run(args: argparse.Namespace) -> int:
+    import gc
     from pathlib import Path
 
+    # A build allocates millions of objects that live until it ends (caches, rows, pages): at the
+    # collector's default pace (a pass every 700 allocations) it spent ~0.3 s of an edit build.
+    gc.set_threshold(50_000, 20, 100)
+    scan = None
     if not args.no_cache:
         # Nothing changed? Then nothing heavy is even imported.
-        from builder.build_state import quick_noop
+        from builder.build_state import quick_scan
 
-        quick = quick_noop(args.root, args.out)
+        scan = quick_scan(args.root, args.out)
+        quick = scan.report
         if quick is not None:
             out = Path(args.out).resolve() if args.out else Path(args.root).resolve() / "site"
             _print(
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     bar = _ProgressBar() if sys.stderr.isatty() else None
     try:
         report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(
-            None
+            None, scan=scan
         )
     finally:
         if bar is not None:
