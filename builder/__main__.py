@@ -1,3 +1,3 @@
 from builder.cli import main
 
-raise SystemExit(main())
+raise SystemExit(main(process=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,13 +44,21 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"builder.commands.{name.replace('-', '_')}_cmd")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
+    """Run one command. ``process``: this is the whole process (``python -m builder``), so a
+    command that says it may (``EXIT_WITHOUT_TEARDOWN``) ends it at once when it succeeds."""
     from builder.errors import BuilderError
 
     parser = make_parser()
     args = parser.parse_args(argv)
+    module = _command_module(args.command)
     try:
-        result: int = _command_module(args.command).run(args)
+        result: int = module.run(args)
+        if process and result == 0 and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
+            # Freeing a build's heap object by object took ~0.2 s after its work was done.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
     except BuilderError as exc:
         from builder.commands.report import print_problems
 

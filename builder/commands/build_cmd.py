@@ -4,6 +4,9 @@ import argparse
 import sys
 from typing import Any
 
+EXIT_WITHOUT_TEARDOWN = True
+"""A finished build leaves nothing to clean up (pools joined, files closed, children reaped)."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="output folder (default: <root>/site)")
