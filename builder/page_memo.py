@@ -40,6 +40,7 @@ MEMOISED_HELPERS = ("row_table_rows", "chart_rows", "chart_data")
 """Template globals that are pure functions of their arguments (see :func:`builder.render.make_environment`)."""
 
 _SCALARS = (str, int, float, bool, type(None))
+_ITEMS = 64
 
 COMPRESSION = 1
 """zlib level of packed entries: 131 KB → 13 KB a recipe page (100 rows), ~0.4 ms to unpack."""
@@ -64,7 +65,8 @@ class _Current:
             if isinstance(value, _SCALARS):
                 continue
             self.roles.setdefault(id(value), ("v", name))
-            if isinstance(value, list | tuple):
+            # Items of short lists too (a page's charts); not of its rows, which no helper takes alone.
+            if isinstance(value, list | tuple) and len(value) <= _ITEMS:
                 for i, item in enumerate(value):
                     if not isinstance(item, _SCALARS):
                         self.roles.setdefault(id(item), ("v", name, i))
