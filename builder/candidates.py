@@ -46,6 +46,23 @@ def _ranks(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
     return rank[encoded.indices.to_numpy(zero_copy_only=False)], len(values)
 
 
+_TABLE_SPAN = 1 << 22
+"""Integer columns spanning fewer values than this are ranked through a lookup table (no hashing)."""
+
+
+def _integer_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`_ranks` of integers (or days): the same codes, from a table of the values present."""
+    low, high = int(values.min()), int(values.max())
+    if high - low >= _TABLE_SPAN:
+        distinct, codes = np.unique(values, return_inverse=True)
+        return codes.reshape(-1).astype(np.int64), len(distinct)
+    offsets = values - low
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[offsets] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return rank[offsets], int(rank[-1]) + 1
+
+
 def _boundaries(keys: list[tuple[np.ndarray, int]], split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable order of rows by the keys (most significant first), and in that order where the
     first ``split`` keys change (a new setting) and where any key changes (a new run).
@@ -81,30 +98,45 @@ def _boundaries(keys: list[tuple[np.ndarray, int]], split: int) -> tuple[np.ndar
     return order, new_setting, new_run
 
 
-def candidate_trials(table: pa.Table, *, exhaustive: bool = False) -> pa.Table:
+def candidate_trials(
+    table: pa.Table, *, exhaustive: bool = False, rows: np.ndarray | None = None
+) -> pa.Table:
     """The trials of every group that could hold a finding (``exhaustive``: of every group of two
     runs or more), as columns :data:`TRIAL_COLUMNS`, ordered by setting, metric, date, run class
     and position.
 
     ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
-    codes), ``pos``, ``output_tokens`` and one column per metric.
+    codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
+    consider (whole recipes: a group is never cut), else all.
     """
     valid_prompt = table.column("prompt_tokens").is_valid().to_numpy(zero_copy_only=False)
+    if rows is not None:
+        valid_prompt = valid_prompt & rows
     empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
     if not valid_prompt.any():
         return empty
     everything = bool(valid_prompt.all())
     kept = None if everything else np.flatnonzero(valid_prompt)
 
-    def column(name: str) -> np.ndarray:
-        values: np.ndarray = table.column(name).to_numpy(zero_copy_only=False)
+    def column_of(array: pa.ChunkedArray) -> np.ndarray:
+        values: np.ndarray = array.to_numpy(zero_copy_only=False)
         return values if kept is None else values[kept]
+
+    def column(name: str) -> np.ndarray:
+        return column_of(table.column(name))
 
     keys = []
     for name in _KEYS:
         if name in _CODES:  # already dense codes, in the order the groups are walked
             codes = column(name).astype(np.int64)
             keys.append((codes, int(codes.max()) + 1))
+        elif table.column(name).null_count == 0 and (
+            pa.types.is_integer(table.column(name).type) or pa.types.is_date32(table.column(name).type)
+        ):
+            array = table.column(name)
+            if pa.types.is_date32(array.type):
+                array = array.cast(pa.int32())
+            keys.append(_integer_ranks(column_of(array)))
         else:
             keys.append(
                 _ranks(table.column(name) if kept is None else table.column(name).take(pa.array(kept)))

@@ -160,14 +160,12 @@ def candidate_runs(
     if site.rows.num_rows == 0:
         return {}
     codes = _Codes(site, combos if combos is not None else combinations(site))
-    table = codes.table
+    mask = None
     if recipes is not None:
-        wanted = [code for code, slug in enumerate(codes.recipes) if slug in recipes]
-        # A filter keeps the rows' order, so runs are cut and ordered as from the whole table.
-        table = table.filter(np.isin(table.column("recipe").to_numpy(), wanted))
-        if table.num_rows == 0:
-            return {}
-    trials = candidate_trials(table, exhaustive=exhaustive)
+        # Rows keep their order, so runs are cut and ordered as from the whole table.
+        wanted = np.array([slug in recipes for slug in codes.recipes], dtype=bool)
+        mask = wanted[codes.table.column("recipe").to_numpy()]
+    trials = candidate_trials(codes.table, exhaustive=exhaustive, rows=mask)
     if trials.num_rows == 0:
         return {}
     return _runs(trials, codes, site)
@@ -212,11 +210,12 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     n = trials.num_rows
     change = np.zeros(n, dtype=bool)
     change[0] = True
+    arrays: dict[str, np.ndarray] = {}
     for name in key_names:
         column = trials.column(name).combine_chunks()
         # Nulls (engine_build, flags, env not recorded) compare as a value of their own.
         values = pc.fill_null(column, -1) if name != "date" else column
-        array = values.to_numpy(zero_copy_only=False)
+        arrays[name] = array = values.to_numpy(zero_copy_only=False)
         change[1:] |= array[1:] != array[:-1]
     starts = np.flatnonzero(change)
     ends = np.append(starts[1:], n)
@@ -225,10 +224,29 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     mus = np.add.reduceat(logs, starts) / counts
     sss = np.add.reduceat((logs - np.repeat(mus, counts)) ** 2, starts)
 
-    firsts = trials.take(pa.array(starts))
-    head = {name: firsts.column(name).to_pylist() for name in key_names}
-    value = trials.column("value").to_pylist()
-    output = site.rows.column("output_tokens").take(trials.column("pos")).to_pylist()
+    # Each run's keys, from its first trial; numpy's tolist, not Arrow's per-value conversion.
+    head: dict[str, list[Any]] = {}
+    for name in key_names:
+        if trials.column(name).null_count:
+            head[name] = trials.column(name).take(pa.array(starts)).to_pylist()
+        elif name == "date":
+            head[name] = arrays[name][starts].astype(object).tolist()  # datetime64[D] → dt.date
+        else:
+            head[name] = arrays[name][starts].tolist()
+    # A run's group (setting and metric) changes only where one of the first six keys does.
+    new_group = np.zeros(len(starts), dtype=bool)
+    new_group[:1] = True
+    for name in key_names[:6]:
+        at_start = arrays[name][starts]
+        new_group[1:] |= at_start[1:] != at_start[:-1]
+    value = trials.column("value").to_numpy().tolist()
+    taken = site.rows.column("output_tokens").take(trials.column("pos")).combine_chunks()
+    if taken.null_count == 0:
+        output: list[int | None] = taken.to_numpy().tolist()
+    elif taken.null_count == len(taken):
+        output = [None] * len(taken)
+    else:
+        output = taken.to_pylist()
     positions = trials.column("pos")
 
     shown: list[pa.Table] = []
@@ -263,18 +281,25 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     details = TrialDetails(lambda name: table().column(name).to_pylist(), load_meta, load_one)
     engines = {slug: recipe.meta.engine for slug, recipe in site.recipes.items()}
     groups: dict[GroupKey, list[Run]] = defaultdict(list)
-    for r, (lo, hi) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        recipe = codes.recipes[head["recipe"][r]]
-        group: GroupKey = (
-            recipe,
-            METRICS[head["metric"][r]],
-            codes.hardware[head["hardware"][r]],
-            head["prompt_tokens"][r],
-            head["context_tokens"][r],
-            head["concurrency"][r],
-        )
+    runs: list[Run] = []
+    recipe, engine = "", ""
+    for r, (lo, hi, starts_group, mu, ss) in enumerate(
+        zip(starts.tolist(), ends.tolist(), new_group.tolist(), mus.tolist(), sss.tolist(), strict=True)
+    ):
+        if starts_group:
+            recipe = codes.recipes[head["recipe"][r]]
+            engine = engines.get(recipe, "")
+            group: GroupKey = (
+                recipe,
+                METRICS[head["metric"][r]],
+                codes.hardware[head["hardware"][r]],
+                head["prompt_tokens"][r],
+                head["context_tokens"][r],
+                head["concurrency"][r],
+            )
+            runs = groups[group]
         _, node, version, build, _, _ = codes.classes[head["run_class"][r]]
-        groups[group].append(
+        runs.append(
             Run(
                 date=head["date"][r],
                 node=node,
@@ -284,10 +309,10 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
                 outputs=output[lo:hi],
                 details=details,
                 positions=range(lo, hi),
-                default_engine=engines.get(recipe, ""),
+                default_engine=engine,
                 index=r,
-                mu=float(mus[r]),
-                ss=float(sss[r]),
+                mu=mu,
+                ss=ss,
             )
         )
     return groups

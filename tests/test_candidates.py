@@ -9,11 +9,12 @@ import math
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.candidates import SLACK, TRIAL_COLUMNS, candidate_trials
+from builder.candidates import SLACK, TRIAL_COLUMNS, _integer_ranks, _ranks, candidate_trials
 from builder.models import METRICS
 from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K
 
@@ -108,3 +109,29 @@ def test_candidate_trials_are_those_of_the_rule_read_plainly(table: pa.Table, ex
     assert got.column_names == list(TRIAL_COLUMNS)
     rows = list(zip(*(got.column(name).to_pylist() for name in TRIAL_COLUMNS), strict=True))
     assert rows == reference(table.to_pylist(), exhaustive)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(tables(), st.booleans(), st.sampled_from([{0}, {1}, {0, 1}, set()]))
+def test_candidate_trials_of_some_recipes_are_theirs_in_the_whole_table(
+    table: pa.Table, exhaustive: bool, recipes: set[int]
+) -> None:
+    mask = np.isin(table.column("recipe").to_numpy(), sorted(recipes))
+    got = candidate_trials(table, exhaustive=exhaustive, rows=mask)
+    rows = list(zip(*(got.column(name).to_pylist() for name in TRIAL_COLUMNS), strict=True))
+    assert rows == [row for row in reference(table.to_pylist(), exhaustive) if row[1] in recipes]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(st.integers(-5, 5), st.integers(-(2**40), 2**40), st.integers(0, 1 << 23)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_integer_ranks_are_the_dictionary_ranks(values: list[int]) -> None:
+    codes, count = _integer_ranks(np.array(values, dtype=np.int64))
+    expected, expected_count = _ranks(pa.array(values, pa.int64()))
+    assert count == expected_count == len(set(values))
+    assert codes.tolist() == expected.tolist()
