@@ -8,6 +8,7 @@ from typing import Any
 from builder.config import SiteConfig
 from builder.errors import Problem
 from builder.findings import Finding
+from builder.forked import Forked
 from builder.pipeline import load_with_annotations
 from builder.reconcile import converted_findings
 
@@ -65,13 +66,16 @@ def brief(finding: Finding) -> dict[str, Any]:
     }
 
 
-def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -> CheckReport:
+def check_site(
+    config: SiteConfig, *, strict: bool = False, full: bool = True, started: Forked[Any] | None = None
+) -> CheckReport:
     """Load and validate everything and find the findings (on every core for a big site).
 
     ``full``: each finding as ``as_json()`` (the ``--format json`` contract); otherwise only
-    what :func:`brief` keeps.
+    what :func:`brief` keeps. ``started``: the content load begun ahead
+    (:func:`builder.load.start_content_load`), finished here.
     """
-    site, problems, annotations = load_with_annotations(config)
+    site, problems, annotations = load_with_annotations(config, started=started)
     stats = {
         "rows": site.rows.num_rows,
         "row_files": len(site.row_files),

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import duckdb
-import pyarrow as pa
 from pydantic import BaseModel, ValidationError
 
 from builder.config import SiteConfig
@@ -23,7 +21,6 @@ from builder.content import Document, split_document
 from builder.errors import BuilderError, Problems
 from builder.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
 from builder.forked import Forked
-from builder.ingest import ingest_rows
 from builder.models import (
     SLUG_RE,
     CaseStudyMeta,
@@ -32,11 +29,16 @@ from builder.models import (
     PostMeta,
     RecipeMeta,
 )
-from builder.rows import ParsedFile, RowFile, discover_row_files, parse_row_files
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
+# The row stages (numpy, Arrow, DuckDB) are imported by load_site: importing this module stays
+# light, so ``check`` can start the content load (start_content_load) before those imports.
 if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
     from builder.loadcache import LoadCache, PageEntry
+    from builder.rows import ParsedFile, RowFile
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -346,18 +348,40 @@ def _load_content(root: Path, cache: LoadCache | None) -> _Content:
     return _Content(recipes, case_studies, posts, problems, cache.pages, cache.used_pages)
 
 
+def start_content_load(config: SiteConfig) -> Forked[_Content] | None:
+    """Begin loading the content pages in a forked child now, when :func:`load_site` would fork
+    for them (many recipes; no cache), to hand to ``load_site(started=...)``.
+
+    ``check`` calls it before importing the row and findings stages, so the pages load on the
+    other core while those imports (numpy, Arrow, DuckDB) take this one, instead of competing
+    with the rows' parse. The caller hands it to load_site or cancels it.
+    """
+    recipes = config.root / "content" / "recipes"
+    if not recipes.is_dir() or len(_content_files(recipes)[0]) < FORK_PAGES:
+        return None
+    return Forked(functools.partial(_load_content, config.root, None))
+
+
 def load_site(
     config: SiteConfig,
     problems: Problems,
     *,
     extra_row_files: list[RowFile] | None = None,
     cache: LoadCache | None = None,
+    started: Forked[_Content] | None = None,
 ) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``.
 
     ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
-    the site and the problems are the same either way.
+    the site and the problems are the same either way. ``started``: the content load that
+    :func:`start_content_load` began for this site (without a cache); this call finishes it.
     """
+    import duckdb
+    import pyarrow as pa
+
+    from builder.ingest import ingest_rows
+    from builder.rows import discover_row_files, parse_row_files
+
     root = config.root
     # Ids of entries that failed validation still count as known, so that one bad entry is reported
     # once rather than again on every row that references it.
@@ -375,8 +399,15 @@ def load_site(
     names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
     compute = functools.partial(_load_content, root, cache)
+    if started is not None and cache is not None:
+        started.cancel()
+        raise ValueError("a content load started ahead is for a load without a cache")
     content: Forked[_Content] | None = (
-        Forked(compute) if len(names) >= FORK_PAGES and (cache is None or not cache.pages) else None
+        started
+        if started is not None
+        else Forked(compute)
+        if len(names) >= FORK_PAGES and (cache is None or not cache.pages)
+        else None
     )
     row_problems = Problems()
     try:

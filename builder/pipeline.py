@@ -16,6 +16,7 @@ from builder.reconcile import Reconciliation, reconcile_rows
 
 if TYPE_CHECKING:
     from builder.content import Markdown
+    from builder.forked import Forked
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
 
@@ -49,12 +50,18 @@ class Loaded:
 
 
 def load_with_annotations(
-    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
+    config: SiteConfig,
+    timings: Timings | None = None,
+    *,
+    cache: LoadCache | None = None,
+    started: Forked[Any] | None = None,
 ) -> tuple[Site, Problems, list[LocatedAnnotation]]:
-    """The load stage: the site (possibly partial), every problem found, and the annotations."""
+    """The load stage: the site (possibly partial), every problem found, and the annotations.
+
+    ``started``: a content load begun ahead (:func:`builder.load.start_content_load`)."""
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
+    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache, started=started))
     return site, problems, load_annotations(config.root, site.recipes, problems)
 
 

@@ -41,10 +41,15 @@ def test_cancel_leaves_no_child() -> None:
         os.waitpid(-1, os.WNOHANG)
 
 
-def snapshot(root: Path, *, fork: bool, cache: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[object, ...]:
+def snapshot(
+    root: Path, *, fork: bool, cache: bool, monkeypatch: pytest.MonkeyPatch, ahead: bool = False
+) -> tuple[object, ...]:
     monkeypatch.setattr(builder.load, "FORK_PAGES", 0 if fork else 10**9)
     problems = Problems()
-    site = builder.load.load_site(load_config(root), problems, cache=LoadCache() if cache else None)
+    config = load_config(root)
+    started = builder.load.start_content_load(config) if ahead else None
+    assert (started is not None) == ahead
+    site = builder.load.load_site(config, problems, cache=LoadCache() if cache else None, started=started)
     pages = {
         kind: {
             slug: (
@@ -78,3 +83,33 @@ def test_content_loaded_in_a_child_equals_content_loaded_here(
     there = snapshot(root, fork=True, cache=cache, monkeypatch=monkeypatch)
     assert there == here
     assert here[3] or root.name == "minimal"  # the invalid sites do report their problems
+
+
+@pytest.mark.parametrize(
+    "root",
+    [SITES / "minimal", SITES_INVALID / "front_matter_duplicate", SITES_INVALID / "front_matter_errors"],
+    ids=lambda p: p.name,
+)
+def test_content_load_started_ahead_equals_content_loaded_here(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here = snapshot(root, fork=False, cache=False, monkeypatch=monkeypatch)
+    ahead = snapshot(root, fork=True, cache=False, monkeypatch=monkeypatch, ahead=True)
+    assert ahead == here
+
+
+def test_small_sites_start_no_content_load_ahead() -> None:
+    assert builder.load.FORK_PAGES > 1
+    assert builder.load.start_content_load(load_config(SITES / "minimal")) is None
+
+
+def test_import_of_the_load_stage_leaves_the_row_stages_for_later() -> None:
+    # check starts the content load between the two: only the light half is imported first.
+    import subprocess
+    import sys
+
+    code = "import sys, builder.load; print(sorted({'duckdb', 'pyarrow', 'numpy'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=SITES.parent.parent
+    )
+    assert out.stdout.strip() == "[]"
