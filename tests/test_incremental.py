@@ -476,3 +476,30 @@ def test_the_cli_build_goes_on_from_its_quick_scan(
             assert main(["build", "--root", str(site), "--out", str(out)]) == 0
         assert clean_build(site, tmp_path / "clean") is None
         assert_same_tree(out, tmp_path / "clean", edit.__name__)
+
+
+def test_kept_parses_and_bodies_go_when_the_builder_changes(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parses and rendered bodies are kept pickled by content key; another builder (here: one
+    that renders bodies differently) must not get the old bytes back, in this process or the next."""
+    import dataclasses
+
+    from builder.content import Markdown
+
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    real_key, real_render = incremental.environment_key, Markdown._render
+    monkeypatch.setattr(incremental, "environment_key", lambda *a: real_key(*a) + b"another builder")
+    monkeypatch.setattr(
+        Markdown,
+        "_render",
+        lambda self, body, faq: dataclasses.replace(real_render(self, body, faq), text="synthetic new text"),
+    )
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    assert engine.build(None).ok
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok  # from load.pickle
+    assert clean_build(site, tmp_path / "clean") is None
+    assert_same_tree(out, tmp_path / "clean", "after the builder changed")
