@@ -112,15 +112,19 @@ class PageMemo:
     def __init__(self) -> None:
         self.owner: tuple[Any, ...] = ()
         self.entries: dict[str, bytes] = {}
-        self.fresh: dict[str, PageEntry] = {}
-        """Entries made in this process since :meth:`take_fresh` (their fragments still filling in)."""
+        self.fresh: set[str] = set()
+        """Entries made in this process since :meth:`take_fresh`."""
+        self._filling: dict[str, PageEntry] = {}
+        """Entries of pages being rendered (packed once the page is done, not kept as objects: a
+        worker holding dozens of pages' values made every garbage collection pass slower)."""
         self.current: _Current | None = None
 
     def bind(self, ctx: RenderContext) -> None:
         """Serve ``ctx``: entries made for other data are dropped."""
         if not self.serves(ctx):
             self.entries = {}
-            self.fresh = {}
+            self.fresh = set()
+            self._filling = {}
             self.owner = owner_of(ctx)
         self.current = None
 
@@ -129,7 +133,7 @@ class PageMemo:
         return len(owner) == len(self.owner) and all(a is b for a, b in zip(owner, self.owner, strict=True))
 
     def get(self, path: str) -> PageEntry | None:
-        entry = self.fresh.get(path)
+        entry = self._filling.get(path)
         if entry is not None:
             return entry
         data = self.entries.get(path)
@@ -138,24 +142,32 @@ class PageMemo:
     def add(self, path: str, values: dict[str, Any]) -> PageEntry:
         entry = PageEntry(values)
         self.entries.pop(path, None)
-        self.fresh[path] = entry
+        self._filling[path] = entry
         return entry
 
     @contextmanager
-    def page(self, entry: PageEntry, named: dict[str, Any]) -> Iterator[None]:
-        """While a page renders, its helper calls are looked up in (and added to) ``entry``."""
+    def page(self, path: str, entry: PageEntry, named: dict[str, Any]) -> Iterator[None]:
+        """While a page renders, its helper calls are looked up in (and added to) ``entry``; an
+        entry made for this page is packed when it is done."""
         self.current = _Current(entry, named)
         try:
             yield
         finally:
             self.current = None
+            if self._filling.get(path) is entry:
+                self._seal(path)
+
+    def _seal(self, path: str) -> None:
+        self.entries[path] = _pack(self._filling.pop(path))
+        self.fresh.add(path)
 
     def take_fresh(self) -> dict[str, bytes]:
         """The entries made since the last call, packed (and kept packed)."""
-        packed = {path: _pack(entry) for path, entry in self.fresh.items()}
-        self.fresh = {}
-        self.entries.update(packed)
-        return packed
+        for path in list(self._filling):
+            self._seal(path)
+        fresh = {path: self.entries[path] for path in self.fresh if path in self.entries}
+        self.fresh = set()
+        return fresh
 
     def merge(self, entries: dict[str, bytes]) -> None:
         """Entries a worker made (for the same data: the worker is a fork of this process)."""

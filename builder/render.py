@@ -267,7 +267,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     }
     if memo is None or entry is None:
         return ctx.page("recipe.html", path, **values)
-    with memo.page(entry, values):
+    with memo.page(path, entry, values):
         return ctx.page("recipe.html", path, **values)
 
 
