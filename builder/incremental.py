@@ -115,6 +115,8 @@ class IncrementalBuilder:
         """Builder code and toolchain the load cache was made with."""
         self._early: EarlyStages | None = None
         """Stages started in a child by the build under way."""
+        self._linker: _Linker | None = None
+        """The output tree the build under way has begun."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -225,6 +227,9 @@ class IncrementalBuilder:
             if self._early is not None:
                 self._early.cancel()  # stages a failed build did not wait for
                 self._early = None
+            if self._linker is not None:
+                self._linker.abandon()  # a tree begun but not published
+                self._linker = None
         self._unsettled = set()
         return report
 
@@ -377,7 +382,18 @@ class IncrementalBuilder:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
+        # The new output tree is begun now, the unchanged pages linked into it on another thread
+        # while pages render (system calls: ~0.2 s for 6,000 files). Not while render workers
+        # are forked: then it starts after them.
+        linker: _Linker | None = None
+        if self.atomic and state is not None and kept:
+            linker = self._linker = _Linker(out, config.root, kept)
+        forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
+        if linker is not None and not forks:
+            linker.start()
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
+        if linker is not None and forks:
+            linker.start()
         failed = [r for r in results if r.error is not None]
         if failed:
             raise_first(failed)
@@ -436,11 +452,18 @@ class IncrementalBuilder:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
         elif not in_place and (write or removed or damaged or extra or state is None):
-            publish(write, out, config.root, reuse=link, trash=config.cache_dir / "trash")
+            if linker is not None:
+                self._linker = None
+                linker.staging().publish(write, link, trash=config.cache_dir / "trash")
+            else:
+                publish(write, out, config.root, reuse=link, trash=config.cache_dir / "trash")
             for path in write:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
         else:
+            if linker is not None:
+                self._linker = None
+                linker.abandon()
             remove_leftovers(out)
         lap("write")
 
@@ -677,3 +700,29 @@ def _blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, byte
         key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         for key, value in entries.items()
     }
+
+
+class _Linker:
+    """A :class:`builder.output.Staging` tree with ``kept`` linked into it on a thread."""
+
+    def __init__(self, out: Path, root: Path, kept: dict[str, str]) -> None:
+        import threading
+
+        from builder.output import Staging
+
+        self._staging = Staging(out, root)
+        self._thread = threading.Thread(
+            target=self._staging.link, args=(dict(kept),), name="link-kept", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def staging(self) -> Any:
+        """The tree, once the kept files are in."""
+        if self._thread.is_alive() or self._thread.ident is not None:
+            self._thread.join()
+        return self._staging
+
+    def abandon(self) -> None:
+        self.staging().abandon()

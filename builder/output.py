@@ -50,7 +50,9 @@ def _link_or_copy(source: str | Path, target: str | Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, str | Path]) -> None:
+def _write_tree(
+    target: Path, files: Mapping[str, bytes], reuse: Mapping[str, str | Path], *, marker: bool = True
+) -> None:
     # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
     base = os.fspath(target)
     made: set[str] = set()
@@ -65,7 +67,8 @@ def _write_tree(target: Path, files: Mapping[str, bytes], reuse: Mapping[str, st
             Path(path).write_bytes(data)
         else:
             _link_or_copy(os.fspath(reuse[rel]), path)
-    (target / MARKER).write_bytes(MARKER_TEXT)
+    if marker:
+        (target / MARKER).write_bytes(MARKER_TEXT)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -153,45 +156,83 @@ def publish(
     ``out``), which are hard-linked into the new tree instead of being written again. The replaced
     site is deleted in the background from ``trash`` when given (see :func:`_dispose`).
     """
-    check_output_dir(out, root)
-    out = out.resolve()
-    parent = out.parent
-    remove_leftovers(out)
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.new-", dir=parent))
-        (staging / STAGING_MARKER).write_bytes(b"")
-    except OSError as exc:
-        raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
-    old: Path | None = None
-    try:
-        _write_tree(staging, files, reuse or {})
-        (staging / STAGING_MARKER).unlink()
-        os.chmod(staging, 0o755)
-        # Swap in one step where the kernel can; otherwise two renames, undone on failure.
-        if out.exists() and _exchange(staging, out):
-            old, staging = staging, out
+    Staging(out, root).publish(files, reuse or {}, trash=trash)
+
+
+class Staging:
+    """The new tree of :func:`publish`, begun early: unchanged files can be linked into it (on
+    another thread: the work is system calls) while the build still makes the others.
+
+    Call :meth:`publish` or :meth:`abandon` once; :meth:`link` may be called before, from one thread.
+    """
+
+    def __init__(self, out: Path, root: Path) -> None:
+        check_output_dir(out, root)
+        self.out = out.resolve()
+        parent = self.out.parent
+        remove_leftovers(self.out)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.new-", dir=parent))
+            (self.path / STAGING_MARKER).write_bytes(b"")
+        except OSError as exc:
+            raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
+        self.linked: set[str] = set()
+        self._broken = False
+
+    def link(self, reuse: Mapping[str, str | Path]) -> None:
+        """Hard-link ``reuse`` (output path → file of the previous output) into the tree now.
+
+        A failure is not raised here: :meth:`publish` then starts the tree again, and reports it."""
+        try:
+            _write_tree(self.path, {}, reuse, marker=False)
+        except OSError:
+            self._broken = True
         else:
-            if out.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
-                os.rmdir(old)
-                os.rename(out, old)
-            try:
-                os.rename(staging, out)
-            except BaseException:
-                if old is not None:
-                    os.rename(old, out)
-                    old = None
-                raise
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise OutputError(f"cannot write the site: {reason}", exc.filename or out) from None
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if old is not None:
-        _dispose(old, trash)
+            self.linked.update(reuse)
+
+    def abandon(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def publish(
+        self, files: Mapping[str, bytes], reuse: Mapping[str, str | Path], *, trash: Path | None = None
+    ) -> None:
+        """Write ``files``, link the rest of ``reuse`` (what :meth:`link` did not), swap the tree in."""
+        out, staging = self.out, self.path
+        old: Path | None = None
+        if self._broken:  # linking early failed midway: everything again, in a fresh folder
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir()
+            (staging / STAGING_MARKER).write_bytes(b"")
+            self.linked = set()
+        try:
+            _write_tree(staging, files, {k: v for k, v in reuse.items() if k not in self.linked})
+            (staging / STAGING_MARKER).unlink()
+            os.chmod(staging, 0o755)
+            # Swap in one step where the kernel can; otherwise two renames, undone on failure.
+            if out.exists() and _exchange(staging, out):
+                old, staging = staging, out
+            else:
+                if out.exists():
+                    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+                    os.rmdir(old)
+                    os.rename(out, old)
+                try:
+                    os.rename(staging, out)
+                except BaseException:
+                    if old is not None:
+                        os.rename(old, out)
+                        old = None
+                    raise
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+            raise OutputError(f"cannot write the site: {reason}", exc.filename or out) from None
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        if old is not None:
+            _dispose(old, trash)
 
 
 def update_in_place(files: Mapping[str, bytes], removed: Iterable[str], out: Path, root: Path) -> None:

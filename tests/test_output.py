@@ -254,3 +254,38 @@ def test_a_killed_build_leaves_the_previous_site_and_its_litter_is_swept(
     assert litter and all((p / STAGING_MARKER).is_file() for p in litter)
     build(load_config(root, out), workers=1)
     assert siblings(out) == []
+
+
+def test_a_tree_begun_early_publishes_what_publish_would(tmp_path: Path) -> None:
+    """Kept files linked first (the engine does it while pages render), the rest at publish."""
+    root, out = tmp_path / "root", tmp_path / "site"
+    root.mkdir()
+    publish({"a.html": b"a", "sub/b.html": b"b", "c.html": b"c"}, out, root)
+    a_inode = (out / "a.html").stat().st_ino
+    staging = output.Staging(out, root)
+    staging.link({"a.html": str(out / "a.html"), "sub/b.html": out / "sub/b.html"})
+    staging.publish({"c.html": b"new"}, {"a.html": str(out / "a.html"), "sub/b.html": out / "sub/b.html"})
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a", "sub/b.html": b"b", "c.html": b"new"}
+    assert (out / "a.html").stat().st_ino == a_inode  # linked, not copied
+    assert siblings(out) == ["root"]  # no staging or old tree left beside it
+
+
+def test_an_early_link_that_fails_is_done_again_at_publish(tmp_path: Path) -> None:
+    root, out = tmp_path / "root", tmp_path / "site"
+    root.mkdir()
+    publish({"a.html": b"a", "b.html": b"b"}, out, root)
+    staging = output.Staging(out, root)
+    staging.link({"a.html": str(out / "a.html"), "gone.html": str(out / "gone.html")})  # no such file
+    staging.publish({"b.html": b"new"}, {"a.html": str(out / "a.html")})
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a", "b.html": b"new"}
+
+
+def test_an_abandoned_tree_leaves_the_site_and_no_litter(tmp_path: Path) -> None:
+    root, out = tmp_path / "root", tmp_path / "site"
+    root.mkdir()
+    publish({"a.html": b"a"}, out, root)
+    staging = output.Staging(out, root)
+    staging.link({"a.html": str(out / "a.html")})
+    staging.abandon()
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a"}
+    assert siblings(out) == ["root"]  # no staging or old tree left beside it
