@@ -614,10 +614,11 @@ class IncrementalBuilder:
                     sink = pa.BufferOutputStream()
                     with pa.ipc.new_file(sink, typed.schema) as writer:
                         writer.write_table(typed)
-                    data = sink.getvalue().to_pybytes()
+                    data = memoryview(sink.getvalue())  # not copied into a bytes object (~36 MB)
                     rows_digest = hashlib.blake2b(data, digest_size=32).digest()
                     tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
-                    tmp.write_bytes(data)
+                    with open(tmp, "wb") as handle:
+                        handle.write(data)
                     os.replace(tmp, folder / "rows.arrow")
                 page_blobs = _blobs(cache.pages, self._page_blobs)
                 body_blobs = _blobs(markdown, self._body_blobs)
