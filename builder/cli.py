@@ -46,7 +46,8 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
 
 def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
     """Run one command. ``process``: this is the whole process (``python -m builder``), so a
-    command that says it may (``EXIT_WITHOUT_TEARDOWN``) ends it at once when it succeeds."""
+    command that says it may (``EXIT_WITHOUT_TEARDOWN``) ends it at once when it returns (its
+    exit code is kept: ``check`` returns 1 for errors it has printed)."""
     from builder.errors import BuilderError
 
     parser = make_parser()
@@ -54,11 +55,11 @@ def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
     module = _command_module(args.command)
     try:
         result: int = module.run(args)
-        if process and result == 0 and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
+        if process and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
             # Freeing a build's heap object by object took ~0.2 s after its work was done.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(0)
+            os._exit(result)
     except BuilderError as exc:
         from builder.commands.report import print_problems
 
