@@ -93,3 +93,23 @@ def test_build_refuses_foreign_output_folder(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "refusing" in result.stderr
     assert (out / "thesis.tex").read_text() == "do not delete"
+
+
+def test_check_process_keeps_its_exit_code_and_whole_output(make_site: MakeSite) -> None:
+    # check ends its process without teardown: the code it returns and everything it printed stay.
+    from tests.rowsite import history, site_files
+    from tests.rowsite import run as trial_run
+
+    rows = history(
+        trial_run("2026-01-01", 100.0), trial_run("2026-02-01", 101.0), trial_run("2026-03-01", 70.0)
+    )
+    root = make_site(site_files(rows))
+    assert run("check", "--root", str(root)).returncode == 0
+    strict = run("check", "--root", str(root), "--strict")
+    assert strict.returncode == 1
+    assert strict.stdout.rstrip().endswith("(1 without annotation: failing under --strict)")
+    broken = make_site({"data/rows/tiny/bad.csv": "date,recipe\n2026-01-03,tiny,extra\n"})
+    failed = run("check", "--root", str(broken))
+    assert failed.returncode == 1
+    assert failed.stdout.rstrip().splitlines()[-1].endswith("0 findings")
+    assert "data/rows/tiny/bad.csv:1: missing required column" in failed.stdout
