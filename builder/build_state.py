@@ -22,7 +22,7 @@ from builder.inputs import PACKAGE_DIR, Inputs, Sources, scan_inputs
 if TYPE_CHECKING:
     pass
 
-FORMAT = 4
+FORMAT = 5
 """Bumped whenever what the cache files hold changes shape."""
 MAGIC = b"llm-recipes-builder cache\n"
 MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light

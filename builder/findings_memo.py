@@ -7,8 +7,9 @@ reads from the front matter, every row file naming the recipe (path and content 
 their order and their lines) and the node → hardware map. A recipe whose key is unchanged gets its
 findings of the previous build back, detached from that build's rows and bound to this one's
 (:func:`builder.findings.restore_findings`); the others are computed. Annotations are attached
-afterwards, every build, as without the memo. The builder's code is not in the key: the
-incremental engine drops the whole load cache, this memo with it, when the code changes.
+afterwards, every build, as without the memo. Row statuses are kept too, whole, while no row file,
+reconciled front matter field or node changes (:func:`statuses_key`). The builder's code is not in the
+keys: the incremental engine drops the whole load cache, this memo with it, when the code changes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from typing import TYPE_CHECKING
 from builder.findings import Finding, StaleFindings, detach_findings, find_non_reproduction, restore_findings
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from builder.load import Site
     from builder.loadcache import RowEntry
+    from builder.reconcile import RowStatus
     from builder.run_groups import Combinations
 
 Stored = dict[str, tuple[bytes, bytes]]
@@ -46,16 +50,59 @@ def recipe_keys(site: Site, row_entries: Mapping[str, RowEntry]) -> dict[str, by
     return keys
 
 
-class FindingsMemo:
-    """The findings of the previous build by recipe (``stored``, updated by :meth:`findings`)."""
+def statuses_key(site: Site, row_entries: Mapping[str, RowEntry]) -> bytes:
+    """What every row's status is computed from: every row file in order (their rows, their ids),
+    every recipe's reconciled front matter fields and the node → hardware map."""
+    from builder.depindex import digest_parts
 
-    def __init__(self, stored: Stored, keys: Mapping[str, bytes]) -> None:
+    parts: list[bytes | str] = []
+    for rel, entry in row_entries.items():  # in row order
+        parts += [rel, entry.kind, entry.digest]
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        parts += [
+            slug,
+            repr((meta.engine, meta.engine_version, meta.hardware, meta.flags, sorted(meta.env.items()))),
+        ]
+    parts += [f"{node}\0{site.nodes[node].hardware}" for node in sorted(site.nodes)]
+    return digest_parts("statuses", *parts)
+
+
+class FindingsMemo:
+    """The findings of the previous build by recipe (``stored``, updated by :meth:`findings`), and
+    its row statuses (``kept_statuses``: at most one entry, by :func:`statuses_key`)."""
+
+    def __init__(
+        self,
+        stored: Stored,
+        keys: Mapping[str, bytes],
+        kept_statuses: dict[bytes, bytes] | None = None,
+        status_key: bytes | None = None,
+    ) -> None:
         self.stored = stored
         self.keys = keys
+        self.kept_statuses = kept_statuses if kept_statuses is not None else {}
+        self.status_key = status_key
         self.computed: set[str] = set()
         """Recipes whose findings the last :meth:`findings` call computed (the rest were restored)."""
 
-    def findings(self, site: Site, combos: Combinations) -> list[Finding]:
+    def statuses(self) -> tuple[list[RowStatus], np.ndarray] | None:
+        """The last build's row statuses (kinds, kind of each row), when nothing they read changed."""
+        blob = self.kept_statuses.get(self.status_key) if self.status_key is not None else None
+        if blob is None:
+            return None
+        try:
+            kinds, kind_of_row = pickle.loads(blob)
+        except Exception:  # noqa: BLE001 - unreadable: computed again
+            return None
+        return kinds, kind_of_row
+
+    def keep_statuses(self, kinds: list[RowStatus], kind_of_row: np.ndarray) -> None:
+        self.kept_statuses.clear()
+        if self.status_key is not None:
+            self.kept_statuses[self.status_key] = pickle.dumps((kinds, kind_of_row), pickle.HIGHEST_PROTOCOL)
+
+    def findings(self, site: Site, combos: Combinations | None) -> list[Finding]:
         """Every finding of the site, in :func:`find_non_reproduction`'s order, unannotated."""
         slugs = sorted(site.recipes)
         reusable = [

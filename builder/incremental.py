@@ -645,6 +645,7 @@ def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | No
         frozenset(markdown),
         tuple(cache.rows.entries),
         frozenset((slug, key) for slug, (key, _) in cache.findings.items()),
+        frozenset(cache.statuses),
         code,
     )
 

@@ -86,6 +86,8 @@ class LoadCache:
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
     findings: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
     """Each recipe's findings of the last build, by its key (:mod:`builder.findings_memo`)."""
+    statuses: dict[bytes, bytes] = field(default_factory=dict)
+    """The last build's row statuses, by :func:`builder.findings_memo.statuses_key` (one entry)."""
     scanned: dict[str, bytes] | None = None
     """Content hashes of the row files (by ``data/rows/…`` path) from the build's own scan of its
     inputs, when it made one just before loading: the load then reads only the files that changed.

@@ -80,9 +80,12 @@ def load_and_reconcile(
         return Loaded(site, problems, None)
     memo = None
     if cache is not None:
-        from builder.findings_memo import FindingsMemo, recipe_keys
+        from builder.findings_memo import FindingsMemo, recipe_keys, statuses_key
 
-        memo = FindingsMemo(cache.findings, recipe_keys(site, cache.rows.entries))
+        entries = cache.rows.entries
+        memo = FindingsMemo(
+            cache.findings, recipe_keys(site, entries), cache.statuses, statuses_key(site, entries)
+        )
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     return Loaded(site, problems, recon)
 

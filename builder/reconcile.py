@@ -200,9 +200,29 @@ def reconcile_rows(
     added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given).
     ``memo``: the findings of an earlier build, reused for the recipes whose inputs are unchanged
     (:mod:`builder.findings_memo`)."""
+    kept = memo.statuses() if memo is not None else None
+    if kept is not None:  # no row and no reconciled field changed: the statuses are the last build's
+        combos = None
+        kinds_list, kind_of_row = kept
+    else:
+        combos = combinations(site)
+        kinds_list, kind_of_row = row_statuses(site, combos)
+        if memo is not None:
+            memo.keep_statuses(kinds_list, kind_of_row)
+    result = Reconciliation(kinds_list, kind_of_row)
+    result.findings = find_non_reproduction(site, combos) if memo is None else memo.findings(site, combos)
+    if annotations:
+        collected = problems if problems is not None else Problems()
+        attach_annotations(result.findings, annotations, collected)
+        if problems is None:
+            collected.raise_if_any()
+    return result
+
+
+def row_statuses(site: Site, combos: Combinations) -> tuple[list[RowStatus], np.ndarray]:
+    """The distinct statuses and each row's (by ``row_id``), one comparison per combination."""
     # One status per distinct combination of recorded metadata (a handful, even over 100k rows),
     # each flags/env string parsed once; the per-row index is built with numpy.
-    combos = combinations(site)
     flags_cache = _Cache(flag_map)
     env_cache = _Cache(parse_env)
     kinds: dict[RowStatus, int] = {}
@@ -221,14 +241,7 @@ def reconcile_rows(
         )
         kind_of_combo.append(kinds.setdefault(status, len(kinds)))
     kind_of_row = np.asarray(kind_of_combo, np.int32)[combos.of_row_id] if len(combos) else combos.of_row_id
-    result = Reconciliation(list(kinds), kind_of_row)
-    result.findings = find_non_reproduction(site, combos) if memo is None else memo.findings(site, combos)
-    if annotations:
-        collected = problems if problems is not None else Problems()
-        attach_annotations(result.findings, annotations, collected)
-        if problems is None:
-            collected.raise_if_any()
-    return result
+    return list(kinds), kind_of_row
 
 
 def converted_findings(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from builder import incremental
+from builder import incremental, reconcile
 from builder.build_state import read_cache, state_dir, write_cache
 from builder.config import load_config
 from builder.incremental import IncrementalBuilder
@@ -43,13 +43,14 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def summary(loaded: Loaded) -> list[tuple[Any, ...]]:
-    """What pages and ``check`` show of the findings, row ids included."""
+    """What pages and ``check`` show of the findings, row ids included, and every row's status."""
     assert not loaded.problems.errors, loaded.problems.errors[:3]
-    assert loaded.recon is not None
-    return [
-        (f.as_json(), sorted(f.row_ids), [list(run.row_ids) for run, _ in f.runs])
-        for f in loaded.recon.findings
+    recon = loaded.recon
+    assert recon is not None
+    findings = [
+        (f.as_json(), sorted(f.row_ids), [list(run.row_ids) for run, _ in f.runs]) for f in recon.findings
     ]
+    return [*findings, ("statuses", [recon.status(i) for i in range(loaded.site.rows.num_rows)])]
 
 
 def clean(root: Path) -> list[tuple[Any, ...]]:
@@ -75,13 +76,20 @@ def recipe_file(root: Path, index: int) -> Path:
     return root / "content" / "recipes" / f"{SLUGS[index]}.md"
 
 
-def test_an_unchanged_site_restores_every_recipe(site: Path) -> None:
+def recipes_of(findings: list[tuple[Any, ...]]) -> set[str]:
+    return {f[0]["recipe"] for f in findings if f[0] != "statuses"}
+
+
+def test_an_unchanged_site_restores_every_recipe(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = LoadCache()
     first, computed = cached(site, cache)
     assert computed == set(SLUGS)
     expected = clean(site)
     assert first == expected
-    assert {f[0]["recipe"] for f in expected} == set(SLUGS[:2])  # the planted regressions
+    assert recipes_of(expected) == set(SLUGS[:2])  # the planted regressions
+    assert {status.status for status in expected[-1][1]} >= {"matches"}
+    # Nothing changed: row statuses are the kept ones too (no query groups the rows again).
+    monkeypatch.setattr(reconcile, "combinations", lambda site: pytest.fail("statuses computed again"))
     again, computed = cached(site, cache)
     assert computed == set()
     assert again == expected
@@ -95,7 +103,7 @@ def test_a_new_row_file_recomputes_its_recipe_only(site: Path) -> None:
     after, computed = cached(site, cache)
     assert computed == {SLUGS[2]}
     assert after == clean(site)
-    assert after != before and SLUGS[2] in {f[0]["recipe"] for f in after}
+    assert after != before and SLUGS[2] in recipes_of(after)
 
 
 def test_rows_that_move_keep_their_findings_pointing_at_them(site: Path) -> None:
@@ -128,12 +136,14 @@ def test_a_reconciled_front_matter_field_recomputes_its_recipe(
     assert after == clean(site)
 
 
-def test_a_body_edit_recomputes_nothing(site: Path) -> None:
+def test_a_body_edit_recomputes_nothing(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = LoadCache()
     cached(site, cache)
     with recipe_file(site, 0).open("a", encoding="utf-8") as handle:
         handle.write("\nSynthetic body edit.\n")
-    after, computed = cached(site, cache)
+    with monkeypatch.context() as patch:
+        patch.setattr(reconcile, "combinations", lambda site: pytest.fail("statuses computed again"))
+        after, computed = cached(site, cache)
     assert computed == set()
     assert after == clean(site)
 
@@ -178,4 +188,4 @@ def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: 
     assert build_after_an_edit("Synthetic edit one.") == [SLUGS[1]]  # control: the falsified memo is used
     real = incremental.environment_key
     monkeypatch.setattr(incremental, "environment_key", lambda *a: real(*a) + b"another builder")
-    assert build_after_an_edit("Synthetic edit two.") == sorted({f[0]["recipe"] for f in expected})
+    assert build_after_an_edit("Synthetic edit two.") == sorted(recipes_of(expected))
