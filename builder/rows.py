@@ -282,7 +282,7 @@ def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
     if not rows_dir.is_dir():
         return []
     # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
-    found: list[tuple[list[str], str, str, str]] = []
+    found: list[tuple[str, str, str, str]] = []
     stack = [(str(rows_dir), "data/rows/")]
     while stack:
         folder, rel = stack.pop()
@@ -291,12 +291,15 @@ def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
                 if entry.is_dir():
                     stack.append((entry.path, f"{rel}{entry.name}/"))
                     continue
-                suffix = os.path.splitext(entry.name)[1].lower()
+                entry_name = entry.name
+                dot = entry_name.rfind(".")
+                # os.path.splitext's suffix: none when only dots come before the last one.
+                suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
                 if suffix in ROW_FILE_SUFFIXES and entry.is_file():
-                    name = f"{rel}{entry.name}"
-                    # The parts of a path built from entry names, as PurePosixPath(name).parts gives.
-                    found.append((name.split("/"), name, entry.path, suffix[1:]))
-    found.sort(key=lambda item: item[0])
+                    name = f"{rel}{entry_name}"
+                    # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
+                    found.append((name.replace("/", "\0"), name, entry.path, suffix[1:]))
+    found.sort()
     out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
     if read:
         for source in out:
