@@ -320,3 +320,43 @@ def test_parquet_rows_load_exactly(rows: list[dict[str, Any]]) -> None:
         ]
     finally:
         shutil.rmtree(root)
+
+
+_NAME = st.text(alphabet="ab-_.Z09", min_size=1, max_size=5)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_NAME, min_size=0, max_size=2),
+            _NAME,
+            st.sampled_from([".csv", ".CSV", ".jsonl", ".Parquet", ".txt", ""]),
+        ),
+        max_size=25,
+    )
+)
+def test_row_files_are_found_by_suffix_in_path_order(entries: list[tuple[list[str], str, str]]) -> None:
+    import os
+    from pathlib import PurePosixPath
+
+    from builder.rows import ROW_FILE_SUFFIXES, discover_row_files
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for folders, stem, suffix in entries:
+            try:
+                folder = root.joinpath("data", "rows", *folders)
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / (stem + suffix)).write_text("x", encoding="utf-8")
+            except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                continue  # a name already taken by a folder or a file
+        expected = []
+        for folder, _dirs, files in os.walk(root / "data" / "rows"):
+            for name in files:
+                suffix = os.path.splitext(name)[1].lower()
+                if suffix in ROW_FILE_SUFFIXES:
+                    rel = Path(folder, name).relative_to(root).as_posix()
+                    expected.append((PurePosixPath(rel).parts, rel, suffix[1:]))
+        found = discover_row_files(root, read=False)
+        assert [(f.rel, f.kind) for f in found] == [(rel, kind) for _, rel, kind in sorted(expected)]
