@@ -111,9 +111,15 @@ class FindingsMemo:
         restored = self._restore(reusable, site)
         missing = {slug for slug in slugs if slug not in restored}
         computed: dict[str, list[Finding]] = {slug: [] for slug in missing}
+        detached: dict[str, list[Finding]] = {slug: [] for slug in missing}
         if missing:
-            for finding in find_non_reproduction(site, combos, recipes=missing):
+            # Every recipe missing (a first build): the whole site at once, no filtering by recipe.
+            fresh = find_non_reproduction(site, combos, recipes=missing if restored else None)
+            for finding in fresh:
                 computed[finding.recipe].append(finding)
+            # Detached in one pass: locating rows indexes the site's row files once.
+            for finding in detach_findings(fresh, site):
+                detached[finding.recipe].append(finding)
         stored: Stored = {}
         for slug in slugs:
             key = self.keys.get(slug)
@@ -122,10 +128,7 @@ class FindingsMemo:
             if slug in restored:
                 stored[slug] = self.stored[slug]
             else:
-                stored[slug] = (
-                    key,
-                    pickle.dumps(detach_findings(computed[slug], site), pickle.HIGHEST_PROTOCOL),
-                )
+                stored[slug] = (key, pickle.dumps(detached[slug], pickle.HIGHEST_PROTOCOL))
         self.stored.clear()
         self.stored.update(stored)
         self.computed = missing
