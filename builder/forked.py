@@ -13,6 +13,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -20,6 +21,8 @@ T = TypeVar("T")
 
 _FAILED = b"F"
 _DONE = b"D"
+_MISSING = object()
+"""What taking the child's result gives when there is none to take (it failed, or sent garbage)."""
 
 
 class Forked(Generic[T]):
@@ -62,10 +65,20 @@ class Forked(Generic[T]):
         os.close(write)
         self._pid, self._read = pid, read
 
-    def result(self) -> T:
-        """The child's result; computed here instead when there is no child or it failed."""
-        if not self._pid:
-            return self._compute()
+    _fetcher: threading.Thread | None = None
+    _fetched: object = _MISSING
+
+    def prefetch(self) -> None:
+        """Start taking the child's result (reading it, unpickling it) on a thread, for when this
+        one is about to wait on work that releases the GIL (Arrow, DuckDB); :meth:`result` joins it."""
+        if self._pid and self._fetcher is None:
+            self._fetcher = threading.Thread(target=self._fetch, name="forked-result", daemon=True)
+            self._fetcher.start()
+
+    def _fetch(self) -> None:
+        self._fetched = self._take()
+
+    def _take(self) -> object:
         try:
             with os.fdopen(self._read, "rb") as pipe:
                 payload = pipe.read()
@@ -73,14 +86,35 @@ class Forked(Generic[T]):
             self._reap()
         if payload[:1] == _DONE:
             try:
-                value: T = pickle.loads(payload[1:])
-                return value
+                return pickle.loads(payload[1:])
             except Exception:  # noqa: BLE001 - a bad payload is a failed child: compute here
                 pass
-        return self._compute()
+        return _MISSING
+
+    def _joined(self) -> object:
+        assert self._fetcher is not None
+        self._fetcher.join()
+        self._fetcher = None
+        fetched, self._fetched = self._fetched, _MISSING
+        return fetched
+
+    def result(self) -> T:
+        """The child's result; computed here instead when there is no child or it failed."""
+        if self._fetcher is not None:
+            value = self._joined()
+        elif self._pid:
+            value = self._take()
+        else:
+            value = _MISSING
+        if value is _MISSING:
+            return self._compute()
+        return value  # type: ignore[return-value]
 
     def cancel(self) -> None:
         """Stop the child (the parent failed before it needed the result)."""
+        if self._fetcher is not None:
+            self._joined()  # the thread reads until the child ends and reaps it
+            return
         if not self._pid:
             return
         try:

@@ -422,6 +422,9 @@ def load_site(
         con = duckdb.connect()
         if cache is None:
             parsed, raw = parse_row_files(files, row_problems)
+            if content is not None:
+                # The pages are unpickled while the rows validate in Arrow and DuckDB (no GIL).
+                content.prefetch()
             rows = ingest_rows(con, parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
             del raw
         else:

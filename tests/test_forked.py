@@ -44,6 +44,41 @@ def test_cancel_leaves_no_child() -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def test_a_result_taken_on_a_thread_is_the_result() -> None:
+    forked = Forked(lambda: {"pid": os.getpid(), "values": list(range(100_000))})
+    forked.prefetch()
+    forked.prefetch()  # once is enough
+    got = forked.result()
+    assert got["pid"] != os.getpid()
+    assert got["values"] == list(range(100_000))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # reaped
+
+
+def test_a_failed_child_taken_on_a_thread_is_computed_here() -> None:
+    calls: list[int] = []
+
+    def compute() -> int:
+        calls.append(os.getpid())
+        if len(calls) == 1 and os.getpid() != parent:
+            os._exit(3)  # the child dies without a result
+        return 7
+
+    parent = os.getpid()
+    forked = Forked(compute)
+    forked.prefetch()
+    assert forked.result() == 7
+    assert calls == [parent]
+
+
+def test_cancel_after_prefetch_leaves_no_child() -> None:
+    forked = Forked(lambda: sum(range(10)))
+    forked.prefetch()
+    forked.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
 def snapshot(
     root: Path, *, fork: bool, cache: bool, monkeypatch: pytest.MonkeyPatch, ahead: bool = False
 ) -> tuple[object, ...]:
