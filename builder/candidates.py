@@ -167,12 +167,19 @@ def candidate_trials(
         valid = values > 0  # NaN (not measured) is not
         if not valid.any():
             continue
-        logs = np.log(np.where(valid, values, 1.0))
-        count = np.add.reduceat(valid.astype(np.int64), run_starts)
-        total = np.add.reduceat(logs * valid, run_starts)
-        has = count > 0
-        mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
-        deviation = (logs - np.repeat(mean, run_sizes)) * valid
+        if valid.all():  # the usual case: the same sums without masking
+            logs = np.log(values)
+            count = run_sizes
+            mean = np.add.reduceat(logs, run_starts) / count
+            has = np.ones(len(count), dtype=bool)
+            deviation = logs - np.repeat(mean, run_sizes)
+        else:
+            logs = np.log(np.where(valid, values, 1.0))
+            count = np.add.reduceat(valid.astype(np.int64), run_starts)
+            total = np.add.reduceat(logs * valid, run_starts)
+            has = count > 0
+            mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
+            deviation = (logs - np.repeat(mean, run_sizes)) * valid
         squares = np.add.reduceat(deviation * deviation, run_starts)
         # The runs that measured this metric, grouped: runs are in setting order already.
         measured = np.flatnonzero(has)

@@ -135,3 +135,17 @@ def test_integer_ranks_are_the_dictionary_ranks(values: list[int]) -> None:
     expected, expected_count = _ranks(pa.array(values, pa.int64()))
     assert count == expected_count == len(set(values))
     assert codes.tolist() == expected.tolist()
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(tables(), st.booleans())
+def test_candidate_trials_of_fully_measured_metrics_are_those_of_the_rule(
+    table: pa.Table, exhaustive: bool
+) -> None:
+    # Every row measures both metrics (> 0): the unmasked path of the run statistics.
+    for metric in ("decode_tok_s", "ttft_ms"):
+        values = [v if v else 12.5 for v in table.column(metric).to_pylist()]
+        table = table.set_column(table.schema.get_field_index(metric), metric, pa.array(values, pa.float64()))
+    got = candidate_trials(table, exhaustive=exhaustive)
+    rows = list(zip(*(got.column(name).to_pylist() for name in TRIAL_COLUMNS), strict=True))
+    assert rows == reference(table.to_pylist(), exhaustive)
