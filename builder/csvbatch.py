@@ -8,7 +8,7 @@ many records as the batch has newlines: a quoted newline, a blank line, a ragged
 UTF-8 all break that, and the files of that batch are then parsed one by one (the careful path,
 which says where the problem is). In a kept batch every record is one line, so row ``r`` of a file
 is on line ``r + 2`` and the file's bytes can be dropped as soon as the batch is parsed: memory
-holds the bytes of the batches in flight (two or three), not every file.
+holds one batch of bytes at a time, not every file.
 """
 
 from __future__ import annotations
@@ -53,8 +53,6 @@ class CsvBatches:
 
     header_of: Callable[[bytes], list[str] | None]
     executor: Executor | None = None
-    in_flight: int = 1
-    """Batches parsed at once on ``executor`` (as many as it has workers) while the next is read."""
     tables: list[pa.Table] = field(default_factory=list)
     """Parsed batches: every row field as a string column, plus ``_file`` and ``_row``."""
     parsed: dict[int, ParsedFile] = field(default_factory=dict)
@@ -149,7 +147,7 @@ class CsvBatches:
         else:
             future = self.executor.submit(_parse, *args)
         self._pending.append((batch, view, future))
-        self._collect(keep=self.in_flight)
+        self._collect(keep=1)
 
 
 def _parse(

@@ -354,10 +354,9 @@ def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[Pars
     """
     parsed: list[ParsedFile | None] = [None] * len(files)
     alone: list[tuple[int, RowFile, bytes]] = []
-    # Two threads parse batches while this one reads the files of the next: the parse is the
-    # slower side (one batch at a time kept this thread waiting for half of the stage).
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        batches = CsvBatches(_batch_header, pool, in_flight=2)
+    # One thread parses a batch while this one reads the files of the next.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batches = CsvBatches(_batch_header, pool)
         for index, source in enumerate(files):
             data = source.read()
             if source.kind == "csv" and batches.add(index, source, data):
