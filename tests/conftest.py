@@ -44,3 +44,10 @@ def make_site(tmp_path: Path) -> MakeSite:
         return root
 
     return make
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` by relative path, for byte-for-byte comparisons of outputs."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }

@@ -25,19 +25,13 @@ from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
 from builder.incremental import IncrementalBuilder
 from builder.pipeline import build
-from tests.conftest import REPO
+from tests.conftest import REPO, tree
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
 
 SEED = 20260727
 STEPS = 36
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 def assert_same_tree(a: Path, b: Path, step: str) -> None:

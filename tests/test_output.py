@@ -21,13 +21,7 @@ from builder.config import load_config
 from builder.errors import BuildAborted, OutputError
 from builder.output import MARKER, STAGING_MARKER, check_output_dir, publish
 from builder.pipeline import build
-from tests.conftest import REPO, MakeSite
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
+from tests.conftest import REPO, MakeSite, tree
 
 
 def siblings(folder: Path) -> list[str]:

@@ -20,7 +20,7 @@ from builder.config import load_config
 from builder.incremental import IncrementalBuilder
 from builder.page_memo import PageEntry, PageMemo, _Current
 from builder.preview import PreviewBuilder
-from tests.conftest import REPO
+from tests.conftest import REPO, tree
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -33,12 +33,6 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     generate.write_site(root, recipes=4, rows=12, cases=1, posts=1)
     shutil.copytree(REPO / "templates", root / "templates")
     return root
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 def assert_as_clean(site: Path, out: Path, clean: Path, step: str) -> None:

@@ -10,18 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, tree
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
 
 EPOCH = "1785110400"  # 2026-07-27
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
-    }
 
 
 def build_in_process(root: Path, out: Path, *, seed: str, tz: str, epoch: str | None, jobs: int) -> None:
