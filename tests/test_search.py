@@ -16,8 +16,9 @@ from builder.search import (
     SearchRecord,
     collapsed_prefix,
     fallback_script,
-    faq_record_html,
     is_indexed_page,
+    stand_in_html,
+    stand_ins,
 )
 from tests.conftest import REPO
 
@@ -53,16 +54,11 @@ def test_bundle_ships_engine_and_index_but_not_pagefinds_ui(shipped: Path) -> No
     assert any(n.startswith("fragment/") for n in names) and any(n.startswith("index/") for n in names)
     assert not any("-ui" in n or "highlight" in n for n in names)
     entry = json.loads((bundle / "pagefind-entry.json").read_text())
-    # recipes, case studies, the post, and one stand-in page per troubleshooting question
+    # one stand-in page per recipe, case study and post (questions are sections of their recipe's)
     pages = len(list((shipped / "recipes").glob("*/index.html")))
     pages += len(list((shipped / "case-studies").glob("*/index.html")))
     pages += len(list((shipped / "news").glob("*/index.html")))
-    questions = len(
-        BeautifulSoup((shipped / "troubleshooting/index.html").read_text(), "html.parser").select(
-            ".faq-index li"
-        )
-    )
-    assert entry["languages"]["en"]["page_count"] == pages + questions
+    assert entry["languages"]["en"]["page_count"] == pages
 
 
 def test_fallback_records_cover_every_question_and_are_loadable_as_a_script(shipped: Path) -> None:
@@ -90,12 +86,56 @@ def test_fallback_script_cannot_be_closed_by_data() -> None:
     assert json.loads(script[len("window.SEARCH_RECORDS=") : -2])[0]["t"] == "</script><b>"
 
 
-def test_question_stand_in_page_escapes_and_names_its_target() -> None:
-    html = faq_record_html(SearchRecord("recipes/x/#faq-q", "Why <b>?", "Troubleshooting", "Because & so"))
+def test_stand_in_page_escapes_names_its_target_and_heads_each_question_with_its_anchor() -> None:
+    html = stand_in_html(
+        [
+            SearchRecord("recipes/x/", "X <i>", "Recipe", "About <script>x</script>"),
+            SearchRecord("recipes/x/#faq-q", "Why <b>?", "Troubleshooting", "X <i>. Because & so"),
+            SearchRecord("recipes/x/#faq-r", "And then?", "Troubleshooting", "Then"),
+        ]
+    )
     soup = BeautifulSoup(html, "html.parser")
-    assert soup.h1 is not None and soup.h1.get_text() == "Why <b>?"
-    assert soup.h1["data-pagefind-meta"] == "target:/recipes/x/#faq-q"
-    assert soup.find("b") is None
+    assert soup.h1 is not None and soup.h1.get_text() == "X <i>"
+    assert soup.h1["data-pagefind-meta"] == "target:/recipes/x/"
+    assert soup.main is not None and soup.main["data-pagefind-meta"] == "kind:Recipe"
+    assert [(h.get("id"), h.get_text()) for h in soup.find_all("h2")] == [
+        ("faq-q", "Why <b>?"),
+        ("faq-r", "And then?"),
+    ]
+    assert [h.find_next("p").get_text() for h in soup.find_all("h2")] == ["Because & so", "Then"]
+    assert soup.find(["b", "i", "script"]) is None
+
+
+def test_a_question_of_another_page_is_refused() -> None:
+    with pytest.raises(ValueError, match="recipes/y/#faq-q is not a section of recipes/x/"):
+        stand_in_html(
+            [
+                SearchRecord("recipes/x/", "X", "Recipe", ""),
+                SearchRecord("recipes/y/#faq-q", "Q", "Troubleshooting", ""),
+            ]
+        )
+
+
+def test_stand_ins_are_one_page_per_site_page_with_its_questions() -> None:
+    records = [
+        SearchRecord("recipes/a/", "A", "Recipe", "a"),
+        SearchRecord("recipes/b/", "B", "Recipe", "b"),
+        SearchRecord("recipes/a/#faq-1", "A1", "Troubleshooting", "a1"),
+        SearchRecord("recipes/b/#faq-1", "B1", "Troubleshooting", "b1"),
+        SearchRecord("recipes/a/#faq-2", "A2", "Troubleshooting", "a2"),
+        SearchRecord("news/n/", "N", "News", "n"),
+    ]
+    pages = {
+        BeautifulSoup(page, "html.parser").h1["data-pagefind-meta"]: [  # type: ignore[index]
+            h.get("id") for h in BeautifulSoup(page, "html.parser").find_all("h2")
+        ]
+        for page in stand_ins(records).values()
+    }
+    assert pages == {
+        "target:/recipes/a/": ["faq-1", "faq-2"],
+        "target:/recipes/b/": ["faq-1"],
+        "target:/news/n/": [],
+    }
 
 
 def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:

@@ -47,6 +47,26 @@
     });
   }
 
+  /* A stand-in page names the page it stands for (meta "target"); a recipe's questions are its
+   * sections, headed by the answer's anchor, which Pagefind returns as sub-results. Each matching
+   * section is a hit: questions as Troubleshooting, the rest as the page; most matches first. */
+  function pageHits(d) {
+    var meta = d.meta || {};
+    var page = meta.target ? root.pathname + meta.target.slice(1) : d.url;
+    var pageHit = { url: page, title: meta.title || d.url, kind: meta.kind || kindOf(d.url), excerptHtml: d.excerpt };
+    var sections = (d.sub_results || []).map(function (s, order) { return { s: s, order: order }; });
+    if (!sections.length) return [pageHit];
+    sections.sort(function (a, b) {
+      return (b.s.locations || []).length - (a.s.locations || []).length || a.order - b.order;
+    });
+    return sections.map(function (entry) {
+      var s = entry.s;
+      var id = s.anchor && s.anchor.id;
+      if (!id || id.indexOf("faq-") !== 0) return { url: page, title: pageHit.title, kind: pageHit.kind, excerptHtml: s.excerpt };
+      return { url: page + "#" + id, title: s.title, kind: "Troubleshooting", excerptHtml: s.excerpt };
+    });
+  }
+
   function pagefindEngine() {
     return import(new URL(box.getAttribute("data-bundle"), location.href).href).then(function (pf) {
       /* A big site's index comes in shards: merge the others into the first. */
@@ -60,15 +80,9 @@
           return pf.search(query).then(function (found) {
             return Promise.all(found.results.slice(0, MAX).map(function (r) { return r.data(); }));
           }).then(function (items) {
-            return items.map(function (d) {
-              var target = d.meta && d.meta.target;  /* a question's stand-in page names its answer */
-              return {
-                url: target ? root.pathname + target.slice(1) : d.url,
-                title: (d.meta && d.meta.title) || d.url,
-                kind: (d.meta && d.meta.kind) || kindOf(d.url),
-                excerptHtml: d.excerpt
-              };
-            });
+            var hits = [];
+            items.forEach(function (d) { hits.push.apply(hits, pageHits(d)); });
+            return hits.slice(0, MAX);
           });
         }
       };

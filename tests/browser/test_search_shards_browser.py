@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
 
 pytestmark = pytest.mark.browser
-RECIPES = 160  # with three questions each: 640 records, over the sharding threshold
+RECIPES = 300  # and a case study and a post: 302 pages, over the sharding threshold (256)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -51,9 +51,9 @@ def test_every_shard_is_searched(browser: Any, sharded: tuple[str, Path]) -> Non
     assert sorted(p.name for p in (out / "pagefind-shards").iterdir())  # the site is sharded
     # One recipe per shard (from #100 on, so its number is rare), found by its title.
     wanted: dict[str, int] = {}
-    for index in range(100, RECIPES):
-        record = SearchRecord(f"recipes/{generate.recipe_slug(index)}/", "", "Recipe", "")
-        [prefix] = shard_prefixes([record] * (RECIPES * 4 + 2))[:1]  # as many records as the site has
+    pages = [SearchRecord(f"recipes/{generate.recipe_slug(i)}/", "", "Recipe", "") for i in range(RECIPES)]
+    pages += [SearchRecord("case-studies/c/", "", "Case study", ""), SearchRecord("news/n/", "", "News", "")]
+    for index, prefix in enumerate(shard_prefixes(pages)[100:RECIPES], start=100):
         wanted.setdefault(prefix, index)
     assert BUNDLE_DIR in wanted and len(wanted) > 1
     page = browser.new_page()
