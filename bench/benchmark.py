@@ -45,6 +45,28 @@ def ensure_site(path: Path, recipes: int, rows: int) -> Path:
     return path
 
 
+REFERENCE_WORK = (
+    "import hashlib, json\n"
+    "d = {}\n"
+    "for i in range(1_500_000): d[i % 5003] = d.get(i % 5003, 0) + i\n"
+    "text = json.dumps([{'k': i, 'v': str(i) * 3} for i in range(200_000)])\n"
+    "hashlib.sha256(text.encode() * 8).hexdigest()\n"
+)
+"""A fixed workload (dict updates, JSON, hashing) timed at the start and the end of a run: this shared
+VM's speed drifts (the same cold build took 10 s in one hour and 6.9 s in the next), so figures from
+different runs are comparable only next to it."""
+
+
+def reference_seconds(runs: int = 3) -> float:
+    """Median wall time of :data:`REFERENCE_WORK` in a new interpreter (one core)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", REFERENCE_WORK], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def run_with_rss(args: list[str]) -> tuple[float, int]:
     """(seconds, peak RSS KiB) using os.wait4 on the child."""
     start = time.perf_counter()
@@ -292,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(args.work / GRAVEYARD, ignore_errors=True)  # left by an interrupted run
     start_load = os.getloadavg()
+    start_reference = reference_seconds()
     try:
         results = run_benchmarks(args)
     finally:
@@ -299,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"# Python {platform.python_version()} on {os.cpu_count()} cores; load average at start {start_load}, at end {os.getloadavg()}"
+    )
+    print(
+        f"# machine reference (bench/benchmark.py REFERENCE_WORK, lower is faster): {start_reference:.3f} s at start, {reference_seconds():.3f} s at end"
     )
     print(f"# {args.recipes} recipes x {args.rows} rows; medians of {args.runs} runs")
     print(f"{'measurement':40} {'median':>9} {'target':>8} {'peak RSS':>10}  runs")
