@@ -30,7 +30,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -172,6 +171,8 @@ def pin_duckdb_identifier(data: bytes) -> bytes:
 
 def duckdb_file(tables: dict[str, pa.Table]) -> bytes:
     """A DuckDB database holding ``tables``, as bytes (written in a scratch folder, then read)."""
+    import duckdb  # here: a build that writes no DuckDB file need not load it
+
     with tempfile.TemporaryDirectory(prefix="llm-recipes-duckdb-") as scratch:
         # The catalog is named after the file, so the name is fixed: it is part of the bytes.
         path = Path(scratch) / "recipes.duckdb"
@@ -417,6 +418,8 @@ def _kind(annotation: str) -> str:
 
 
 def render_api_page(ctx: RenderContext) -> bytes:
+    import duckdb  # for its version only
+
     return ctx.page(
         "api.html",
         "api/index.html",

@@ -130,7 +130,11 @@ def news_feed(site: Site, render_html: Mapping[str, str]) -> bytes:
 def content_dates(site: Site) -> dict[str, dt.date]:
     """Last-modified date of each content page (output path → date), from content and rows only."""
     dates: dict[str, dt.date] = {}
-    newest_row = dict(site.con.execute("SELECT recipe, max(date) FROM rows GROUP BY recipe").fetchall())
+    # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
+    newest = site.rows.group_by("recipe").aggregate([("date", "max")])
+    newest_row = dict(
+        zip(newest.column("recipe").to_pylist(), newest.column("date_max").to_pylist(), strict=True)
+    )
     for slug, recipe in site.recipes.items():
         candidates = [d for d in (recipe.meta.verified, newest_row.get(slug)) if d is not None]
         if candidates:

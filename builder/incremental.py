@@ -190,12 +190,12 @@ class IncrementalBuilder:
         self._cache = cache
         loaded = load_and_reconcile(self.config, cache=cache)
         if loaded.problems.errors or loaded.recon is None:
-            loaded.site.con.close()
+            loaded.site.close_connection()
             return False
         self._context = make_context(
             loaded.site, loaded.recon, Markdown(self._markdown if self._markdown is not None else {})
         )
-        loaded.site.con.close()
+        loaded.site.close_connection()
         return True
 
     def close(self) -> None:
@@ -485,7 +485,7 @@ class IncrementalBuilder:
         cache.prune()
         self._save_all(new_state, cache, markdown_cache)
         lap("save")
-        site.con.close()
+        site.close_connection()
         self._context = ctx if self.keep_context else None
         return BuildReport(
             written=sorted(written),
@@ -512,8 +512,6 @@ class IncrementalBuilder:
             return None
         import dataclasses
 
-        import duckdb
-
         from builder.errors import Problems
         from builder.pipeline import Loaded
 
@@ -521,9 +519,7 @@ class IncrementalBuilder:
         # Otherwise the front matter digests (DepIndex) read as unknown, re-rendering every page
         # that lists recipes, and the cache's prune would forget every parse.
         cache.used_pages.update(k for k in cache.pages if inputs.digests.get(k[0]) == k[1])
-        con = duckdb.connect()
-        con.register("rows", old.site.rows)
-        site = dataclasses.replace(old.site, config=config, con=con)
+        site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
 
     # Persistence ------------------------------------------------------------------------------------

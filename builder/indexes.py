@@ -221,14 +221,12 @@ def hardware_ids(site: Site) -> list[str]:
 
 
 def engine_slugs(site: Site) -> list[str]:
-    """The slugs :func:`engines` lists, sorted: engines of recipes and of rows (a cheap query)."""
+    """The slugs :func:`engines` lists, sorted: engines of recipes and of rows."""
+    import pyarrow.compute as pc
+
     named = {r.meta.engine for r in site.recipes.values()}
-    named.update(
-        name
-        for (name,) in site.con.execute(
-            "SELECT DISTINCT engine FROM rows WHERE engine IS NOT NULL"
-        ).fetchall()
-    )
+    # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
+    named.update(pc.unique(site.rows.column("engine")).drop_null().to_pylist())
     return sorted({engine_slug(name) for name in named})
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +20,9 @@ from builder.errors import Problems
 from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
 from builder.rowfile import take_rows
 from builder.rows import STRING_SCHEMA_FIELDS, ParsedFile
+
+if TYPE_CHECKING:
+    import duckdb  # the caller's connection; importing it here would cost builds that validate nothing
 
 _INT_RE = r"^[0-9]+$"
 _FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"

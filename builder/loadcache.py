@@ -146,7 +146,7 @@ def _distinct_by_file(raw: pa.Table, column: str, files: int) -> list[tuple[str,
 
 def load_rows(
     files: list[RowFile],
-    con: duckdb.DuckDBPyConnection,
+    connect: Callable[[], duckdb.DuckDBPyConnection],
     known_recipes: set[str],
     known_nodes: set[str],
     problems: Problems,
@@ -155,7 +155,8 @@ def load_rows(
 ) -> tuple[list[ParsedFile], pa.Table]:
     """Parse and validate the files that changed, reuse the rest; return what a clean load returns.
 
-    ``scanned``: content hashes of files on disk by path (:attr:`LoadCache.scanned`)."""
+    ``scanned``: content hashes of files on disk by path (:attr:`LoadCache.scanned`); ``connect``
+    gives the DuckDB connection that validates changed files (called only if there are some)."""
     import numpy as np
     import pyarrow as pa
 
@@ -199,7 +200,7 @@ def load_rows(
     if fresh:
         local = Problems()
         fresh_parsed, raw = parse_row_files([files[i] for i in fresh], local)
-        typed = validate_rows(con, fresh_parsed, raw, sorted(known_recipes), sorted(known_nodes), local)
+        typed = validate_rows(connect(), fresh_parsed, raw, sorted(known_recipes), sorted(known_nodes), local)
         by_path: dict[str, list[Problem]] = {}
         for problem in local.errors:
             by_path.setdefault(problem.path, []).append(problem)

@@ -144,7 +144,7 @@ def _render(
     )
     con.register("rows", table)
     try:
-        mini = dataclasses.replace(site, rows=table, con=con, extra={})
+        mini = dataclasses.replace(site, rows=table, _con=con, extra={})
         problems = Problems()
         annotations = [
             a for a in load_annotations(site.config.root, site.recipes, problems) if a.entry.recipe == slug

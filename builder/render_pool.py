@@ -61,20 +61,6 @@ def _render_one(
 _FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
 
 
-def _connect(site: Any) -> None:
-    """A fresh DuckDB connection over the site's Arrow rows (``rows`` is all a render may query)."""
-    import duckdb
-
-    con = duckdb.connect()
-    con.register("rows", site.rows)
-    site.con = con
-
-
-def _worker_init() -> None:
-    assert _FORK is not None
-    _connect(_FORK[0].site)
-
-
 def _worker_chunk(
     indices: list[int],
 ) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[str, bytes]]:
@@ -132,14 +118,14 @@ def render_jobs(
         ctx.memo.take_fresh()  # so that workers send back only their own
     _FORK = (ctx, recorder, jobs)
     # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
-    # the children's own. Close it, fork, and give every process a fresh one.
-    ctx.site.con.close()
+    # the children's own. Close it and fork; each process opens its own when it first queries.
+    ctx.site.close_connection()
     # The site's objects outlive the workers: kept out of their garbage collector's passes, which
     # would otherwise walk (and, writing to their headers, copy) every page of the inherited heap.
     gc.freeze()
     try:
         with concurrent.futures.ProcessPoolExecutor(
-            max_workers=count, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init
+            max_workers=count, mp_context=multiprocessing.get_context("fork")
         ) as pool:
             for chunk_results, fresh, used, pages in pool.map(_worker_chunk, chunks):
                 results.extend(chunk_results)
@@ -152,7 +138,6 @@ def render_jobs(
     finally:
         gc.unfreeze()
         _FORK = None
-        _connect(ctx.site)
     return results
 
 
