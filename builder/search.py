@@ -227,13 +227,14 @@ def shard_prefixes(records: list[SearchRecord]) -> list[str]:
     a page (with its questions) stays in the same shard from build to build; the search page loads
     shard 0 and merges the others (Pagefind's ``mergeIndex``).
     """
-    pages = len({_owner(record) for record in records})
-    count = min(MAX_SHARDS, -(-pages // SHARD_PAGES)) if pages > SHARD_PAGES * 2 else 1
-    prefixes = []
-    for record in records:
-        shard = int.from_bytes(hashlib.sha256(_owner(record).encode()).digest()[:4], "big") % count
-        prefixes.append(BUNDLE_DIR if shard == 0 else f"{SHARDS_DIR}/{shard}")
-    return prefixes
+    owners = [_owner(record) for record in records]
+    pages = set(owners)
+    count = min(MAX_SHARDS, -(-len(pages) // SHARD_PAGES)) if len(pages) > SHARD_PAGES * 2 else 1
+    prefix_of = {}
+    for owner in pages:  # once per page, not per question
+        shard = int.from_bytes(hashlib.sha256(owner.encode()).digest()[:4], "big") % count
+        prefix_of[owner] = BUNDLE_DIR if shard == 0 else f"{SHARDS_DIR}/{shard}"
+    return [prefix_of[owner] for owner in owners]
 
 
 def search_files(
