@@ -88,7 +88,9 @@ class _Current:
 def owner_of(ctx: RenderContext) -> tuple[Any, ...]:
     """The objects a memo's values are computed from (compared by identity)."""
     site = ctx.site
-    loaded = tuple(getattr(site, f.name) for f in dataclasses.fields(site) if f.name not in ("config", "con"))
+    loaded = tuple(
+        getattr(site, f.name) for f in dataclasses.fields(site) if f.name not in ("config", "_con")
+    )
     return (*loaded, ctx.recon, ctx.rows)
 
 
