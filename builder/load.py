@@ -90,10 +90,6 @@ class Site:
             self._con.register("rows", self.rows)
         return self._con
 
-    @con.setter
-    def con(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-
     def close_connection(self) -> None:
         """Close the connection if one is open (before a fork: DuckDB is not fork-safe)."""
         if self._con is not None:
