@@ -413,7 +413,7 @@ class IncrementalBuilder:
             templates_of[path] = result.templates
             fresh_prints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
         lap("render")
-        if state is None and not early_stages:
+        if state is None:
             # A first build starts them now instead: beside the data stage, whose Python leaves
             # a core mostly idle, rather than beside the render workers.
             self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)

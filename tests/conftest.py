@@ -51,3 +51,18 @@ def tree(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
     }
+
+
+def synthetic_site(
+    root: Path, monkeypatch: pytest.MonkeyPatch, *, recipes: int, rows: int, cases: int, posts: int
+) -> Path:
+    """A SYNTHETIC site (``bench/generate.py``) with the repository's templates, its build date fixed."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import generate
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
+    generate.write_site(root, recipes=recipes, rows=rows, cases=cases, posts=posts)
+    shutil.copytree(REPO / "templates", root / "templates")
+    return root

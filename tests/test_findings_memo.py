@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pickle
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from builder.config import load_config
 from builder.incremental import IncrementalBuilder
 from builder.loadcache import LoadCache
 from builder.pipeline import Loaded, load_and_reconcile
-from tests.conftest import REPO
+from tests.conftest import REPO, synthetic_site
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -32,13 +31,10 @@ SLUGS = [generate.recipe_slug(i) for i in range(4)]
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
-    root = tmp_path / "root"
-    generate.write_site(root, recipes=4, rows=24, cases=1, posts=1)
+    root = synthetic_site(tmp_path / "root", monkeypatch, recipes=4, rows=24, cases=1, posts=1)
     for index in (0, 1):  # a second run that agrees, then a regression
         generate.add_row_file(root, index, "2026-02-01", rows=24, seed=3 + index)
         generate.add_row_file(root, index, "2026-03-01", rows=24, seed=5 + index, factor=0.6)
-    shutil.copytree(REPO / "templates", root / "templates")
     return root
 
 

@@ -25,7 +25,7 @@ from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
 from builder.incremental import IncrementalBuilder
 from builder.pipeline import build
-from tests.conftest import REPO, tree
+from tests.conftest import REPO, synthetic_site, tree
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -43,11 +43,7 @@ def assert_same_tree(a: Path, b: Path, step: str) -> None:
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
-    root = tmp_path / "root"
-    generate.write_site(root, recipes=6, rows=24, cases=2, posts=2)
-    shutil.copytree(REPO / "templates", root / "templates")
-    return root
+    return synthetic_site(tmp_path / "root", monkeypatch, recipes=6, rows=24, cases=2, posts=2)
 
 
 class Editor:
@@ -342,6 +338,29 @@ def test_a_template_edit_in_the_preview_renders_only_the_pages_using_it(site: Pa
     report = engine.build({recipe})
     assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
     assert len(set(engine._cache.pages) - parsed) == 1
+
+
+def test_a_recipe_body_edit_opens_no_duckdb_connection(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The site's DuckDB connection opens on the first query; rebuilding an edited body needs none."""
+    import duckdb
+
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    opened: list[object] = []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: opened.append(a) or real(*a, **k))
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    # A new engine, as a new `build` process: from the record on disk.
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
+    assert opened == []
+    # Adding rows still validates them with DuckDB.
+    generate.add_row_file(site, 0, "2026-04-01", rows=6, seed=11)
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    assert opened != []
 
 
 def test_parallel_render_matches_serial(site: Path, tmp_path: Path) -> None:

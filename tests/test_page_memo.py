@@ -20,19 +20,14 @@ from builder.config import load_config
 from builder.incremental import IncrementalBuilder
 from builder.page_memo import PageEntry, PageMemo, _Current
 from builder.preview import PreviewBuilder
-from tests.conftest import REPO, tree
+from tests.conftest import REPO, synthetic_site, tree
 
 sys.path.insert(0, str(REPO / "bench"))
-import generate  # noqa: E402
 
 
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1785110400")
-    root = tmp_path / "root"
-    generate.write_site(root, recipes=4, rows=12, cases=1, posts=1)
-    shutil.copytree(REPO / "templates", root / "templates")
-    return root
+    return synthetic_site(tmp_path / "root", monkeypatch, recipes=4, rows=12, cases=1, posts=1)
 
 
 def assert_as_clean(site: Path, out: Path, clean: Path, step: str) -> None:
