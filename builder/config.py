@@ -18,7 +18,9 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 class SiteSettings(BaseModel):
     """Optional ``site.yaml`` at the site root."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, defer_build=True
+    )
 
     title: str = "LLM Serving Recipes"
     """Site name shown in the header, titles and feeds."""

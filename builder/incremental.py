@@ -33,7 +33,6 @@ reuse of earlier outputs (:mod:`builder.depindex`), rendering in worker processe
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import time
@@ -46,6 +45,7 @@ from builder.build_state import (
     OutputRecord,
     QuickScan,
     State,
+    checksum,
     dir_stat,
     environment_key,
     output_changes,
@@ -576,7 +576,7 @@ class IncrementalBuilder:
             data = path.read_bytes()
         except OSError:
             raise CacheCorrupt("rows.arrow is missing") from None
-        if hashlib.blake2b(data, digest_size=32).digest() != digest:
+        if checksum(data) != digest:
             raise CacheCorrupt("rows.arrow fails its checksum")
         try:
             return pa.ipc.open_file(pa.py_buffer(data)).read_all()
@@ -618,7 +618,7 @@ class IncrementalBuilder:
                     with pa.ipc.new_file(sink, typed.schema) as writer:
                         writer.write_table(typed)
                     data = memoryview(sink.getvalue())  # not copied into a bytes object (~36 MB)
-                    rows_digest = hashlib.blake2b(data, digest_size=32).digest()
+                    rows_digest = checksum(data)
                     tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
                     with open(tmp, "wb") as handle:
                         handle.write(data)

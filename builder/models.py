@@ -27,7 +27,12 @@ PositiveInt = Annotated[int, Field(gt=0)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, populate_by_name=False
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        use_attribute_docstrings=True,
+        populate_by_name=False,
+        defer_build=True,
     )
 
 
