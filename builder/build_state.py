@@ -23,8 +23,8 @@ from builder.inputs import PACKAGE_DIR, Inputs, Sources, scan_inputs
 if TYPE_CHECKING:
     pass
 
-FORMAT = 6
-"""Bumped whenever what the cache files hold changes shape (6: CRC-32 checksums)."""
+FORMAT = 7
+"""Bumped whenever what the cache files hold changes shape (6: CRC-32 checksums; 7: dependency digests)."""
 MAGIC = b"llm-recipes-builder cache\n"
 MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
 
@@ -131,6 +131,8 @@ class OutputRecord:
     templates: tuple[str, ...]
     """Templates loaded while rendering it."""
     stat: OutStat
+    deps: tuple[str, ...] = ()
+    """The dependencies its page job declared (:mod:`builder.deps`)."""
 
 
 @dataclass
@@ -145,6 +147,10 @@ class State:
     out_dir: OutStat | None = None
     memo: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
     """Keys of :class:`builder.deps.Reuse` → the output files they produced."""
+    glob: bytes = b""
+    """The build's :func:`builder.depindex.global_digest`."""
+    dep_digests: dict[str, bytes | None] = field(default_factory=dict)
+    """:attr:`builder.depindex.DepIndex.digests` of the build."""
 
 
 def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:

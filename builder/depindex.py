@@ -39,12 +39,42 @@ def global_digest(inputs: Inputs, environment: bytes) -> bytes:
     return digest_parts(*parts)
 
 
-class DepIndex:
-    """Digests of the dependency vocabulary of :mod:`builder.deps` for one build."""
+def changed_inputs(inputs: Inputs, earlier: Inputs) -> set[str]:
+    """Input files added, removed or changed since ``earlier``."""
+    now, before = inputs.digests, earlier.digests
+    return {key for key in now.keys() | before.keys() if now.get(key) != before.get(key)}
 
-    def __init__(self, inputs: Inputs, cache: LoadCache, site: Any) -> None:
+
+_PREFIX_DEPS = {
+    "recipe-files": "content/recipes/",
+    "rows": "data/rows/",
+    "case-studies": "content/case-studies/",
+    "posts": "content/posts/",
+}
+
+
+class DepIndex:
+    """Digests of the dependency vocabulary of :mod:`builder.deps` for one build.
+
+    ``earlier``: the digests the previous build gave (:attr:`digests`), with ``changed``, the input
+    files changed since it (:func:`changed_inputs`): a dependency no changed file can reach keeps
+    its earlier digest, not computed again (an edit build asks for thousands, one per page).
+    """
+
+    def __init__(
+        self,
+        inputs: Inputs,
+        cache: LoadCache,
+        site: Any,
+        earlier: Mapping[str, bytes | None] | None = None,
+        changed: set[str] | None = None,
+    ) -> None:
         self.inputs = inputs
         self.site = site
+        self._earlier = earlier if earlier is not None and changed is not None else {}
+        self._changed = changed if changed is not None else set()
+        self._rows_changed = any(key.startswith("data/rows/") for key in self._changed)
+        self._recipes_changed = any(key.startswith("content/recipes/") for key in self._changed)
         self.front: dict[str, bytes] = {}
         for (rel, _digest), entry in cache.pages.items():
             if (rel, _digest) in cache.used_pages:
@@ -71,13 +101,44 @@ class DepIndex:
             parts += [key, self.inputs.digests[key]]
         return digest_parts(prefix, *parts)
 
+    @property
+    def digests(self) -> dict[str, bytes | None]:
+        """Every dependency's digest given so far (for the next build's ``earlier``)."""
+        return self._memo
+
     def digest(self, dep: str) -> bytes | None:
         """None for a dependency this index does not know: the job is then rendered every time."""
         if dep in self._memo:
             return self._memo[dep]
-        value = self._digest(dep)
+        if dep in self._earlier and self._unreached(dep):
+            value = self._earlier[dep]
+        else:
+            value = self._digest(dep)
         self._memo[dep] = value
         return value
+
+    def unchanged(self, dep: str) -> bool:
+        """Whether ``dep``'s digest is the one the previous build gave."""
+        earlier = self._earlier.get(dep)
+        return earlier is not None and self.digest(dep) == earlier
+
+    def _unreached(self, dep: str) -> bool:
+        """Whether no changed input file can reach ``dep``'s digest (see :meth:`_digest`)."""
+        if not self._changed:
+            return True
+        kind, _, arg = dep.partition(":")
+        if kind == "file":
+            return arg not in self._changed
+        if kind == "recipe":  # its file and the row files naming it
+            return not self._rows_changed and f"content/recipes/{arg}.md" not in self._changed
+        prefix = _PREFIX_DEPS.get(dep)
+        if prefix is not None:
+            return not any(key.startswith(prefix) for key in self._changed)
+        if dep in ("recipes", "models"):  # every recipe's front matter
+            return not self._recipes_changed
+        if kind in ("model", "model-files"):  # which recipes have the model, their files, their rows
+            return not self._recipes_changed and not self._rows_changed
+        return False
 
     def _digest(self, dep: str) -> bytes | None:
         kind, _, arg = dep.partition(":")

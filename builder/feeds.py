@@ -12,9 +12,13 @@ import datetime as dt
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from builder.config import SiteConfig
 from builder.load import Site
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -130,11 +134,7 @@ def news_feed(site: Site, render_html: Mapping[str, str]) -> bytes:
 def content_dates(site: Site) -> dict[str, dt.date]:
     """Last-modified date of each content page (output path → date), from content and rows only."""
     dates: dict[str, dt.date] = {}
-    # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
-    newest = site.rows.group_by("recipe").aggregate([("date", "max")])
-    newest_row = dict(
-        zip(newest.column("recipe").to_pylist(), newest.column("date_max").to_pylist(), strict=True)
-    )
+    newest_row = newest_dates(site.rows)
     for slug, recipe in site.recipes.items():
         candidates = [d for d in (recipe.meta.verified, newest_row.get(slug)) if d is not None]
         if candidates:
@@ -148,23 +148,55 @@ def content_dates(site: Site) -> dict[str, dt.date]:
     return dates
 
 
+def newest_dates(rows: pa.Table) -> dict[str, dt.date]:
+    """Each recipe's newest row date.
+
+    numpy over dictionary codes, not SQL (a build that needs no query never opens DuckDB, see
+    ``Site.con``) nor Arrow's ``group_by`` (whose import alone cost an edit build ≈ 0.03 s)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if rows.num_rows == 0:
+        return {}
+    recipes = pc.dictionary_encode(rows.column("recipe").combine_chunks())
+    days = rows.column("date").combine_chunks().cast(pa.int32()).to_numpy()
+    newest = np.full(len(recipes.dictionary), np.iinfo(np.int32).min, np.int64)
+    np.maximum.at(newest, recipes.indices.to_numpy(), days)
+    epoch = dt.date(1970, 1, 1).toordinal()
+    return {
+        slug: dt.date.fromordinal(epoch + int(day))
+        for slug, day in zip(recipes.dictionary.to_pylist(), newest.tolist(), strict=True)
+    }
+
+
 def page_url(base_url: str, path: str) -> str:
     """Absolute URL of an output file, ``…/index.html`` shown as its folder."""
     return base_url + (path[: -len("index.html")] if path.endswith("index.html") else path)
 
 
 def sitemap(base_url: str, paths: Iterable[str], dates: Mapping[str, dt.date]) -> bytes:
-    """``sitemap.xml`` of every HTML page except :data:`NOINDEX_PAGES`, sorted by URL."""
-    urlset = ET.Element("urlset", {"xmlns": SITEMAP_NS})
+    """``sitemap.xml`` of every HTML page except :data:`NOINDEX_PAGES`, sorted by URL.
+
+    Written as text (the bytes ElementTree's indented output gives): building and serialising
+    thousands of elements cost every edit build ≈ 0.03 s."""
+    head = '<?xml version="1.0" encoding="utf-8"?>\n'
     pages = sorted(p for p in paths if p.endswith(".html") and p not in NOINDEX_PAGES)
+    if not pages:
+        return f'{head}<urlset xmlns="{SITEMAP_NS}" />\n'.encode()
+    lines = [f'{head}<urlset xmlns="{SITEMAP_NS}">']
     for path in pages:
-        url = ET.SubElement(urlset, "url")
-        ET.SubElement(url, "loc").text = page_url(base_url, path)
+        lines.append(f"  <url>\n    <loc>{_xml_text(page_url(base_url, path))}</loc>")
         if path in dates:
-            ET.SubElement(url, "lastmod").text = dates[path].isoformat()
-    ET.indent(urlset)
-    body = ET.tostring(urlset, encoding="unicode")
-    return ('<?xml version="1.0" encoding="utf-8"?>\n' + body + "\n").encode("utf-8")
+            lines.append(f"    <lastmod>{dates[path].isoformat()}</lastmod>")
+        lines.append("  </url>")
+    lines.append("</urlset>\n")
+    return "\n".join(lines).encode("utf-8")
+
+
+def _xml_text(text: str) -> str:
+    """Text escaped for an XML element (as ElementTree escapes it)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def robots_txt(base_url: str) -> bytes:

@@ -53,7 +53,15 @@ from builder.build_state import (
     state_dir,
     write_cache,
 )
-from builder.depindex import KEPT, DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
+from builder.depindex import (
+    KEPT,
+    DepIndex,
+    OutputFiles,
+    StageMemo,
+    changed_inputs,
+    digest_parts,
+    global_digest,
+)
 from builder.errors import BuildAborted, BuilderError
 from builder.inputs import Inputs, rescan_paths, scan_inputs
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
@@ -170,7 +178,11 @@ class IncrementalBuilder:
             st = os.stat(self.config.out / path)
             old = state.outputs[path]
             state.outputs[path] = OutputRecord(
-                old.fingerprint, digest_bytes(data), old.templates, (st.st_ino, st.st_size, st.st_mtime_ns)
+                old.fingerprint,
+                digest_bytes(data),
+                old.templates,
+                (st.st_ino, st.st_size, st.st_mtime_ns),
+                old.deps,
             )
         return sorted(pages)
 
@@ -321,7 +333,19 @@ class IncrementalBuilder:
         markdown = Markdown(self._markdown if self._markdown is not None else {})
         previous = state.outputs if state is not None else {}
         glob = global_digest(inputs, environment)
-        deps_index = DepIndex(inputs, cache, site)
+        same_glob = state is not None and state.glob == glob
+        deps_index = DepIndex(
+            inputs,
+            cache,
+            site,
+            state.dep_digests if state is not None and same_glob else None,
+            changed_inputs(inputs, state.inputs) if state is not None and same_glob else None,
+        )
+        changed_templates = (
+            {key for key in changed_inputs(inputs, state.inputs) if key.startswith("templates/")}
+            if state is not None and same_glob
+            else None
+        )
         out = config.out
         memo = StageMemo(
             state.memo if state is not None else {},
@@ -346,6 +370,16 @@ class IncrementalBuilder:
             ctx.env.bytecode_cache = _template_cache(config.cache_dir, code)
         jobs = page_jobs(ctx)
         lap("prepare")
+
+        def unchanged(old: OutputRecord, deps: tuple[str, ...]) -> bool:
+            """Whether a page's fingerprint is the one it had, without hashing: same global digest,
+            same digest of each dependency, none of its templates changed."""
+            return (
+                changed_templates is not None
+                and old.deps == deps
+                and all(deps_index.unchanged(dep) for dep in deps)
+                and not any(f"templates/{name}" in changed_templates for name in old.templates)
+            )
 
         def fingerprint(path: str, deps: tuple[str, ...], templates: tuple[str, ...]) -> bytes | None:
             parts: list[bytes | str] = [glob, path]
@@ -375,7 +409,7 @@ class IncrementalBuilder:
                 and old is not None
                 and old.fingerprint is not None
                 and path not in damaged
-                and fingerprint(path, deps, old.templates) == old.fingerprint
+                and (unchanged(old, deps) or fingerprint(path, deps, old.templates) == old.fingerprint)
             ):
                 kept[path] = out_prefix + path
                 records[path] = old
@@ -404,6 +438,7 @@ class IncrementalBuilder:
         fresh_prints: dict[str, bytes | None] = {}
         templates_of: dict[str, tuple[str, ...]] = {}
         page_digests: dict[str, bytes] = {}  # hashed by the render workers
+        deps_of: dict[str, tuple[str, ...]] = {}
         for result in results:
             path, job = jobs[result.index]
             assert result.data is not None
@@ -412,6 +447,8 @@ class IncrementalBuilder:
             deps = declared(job)
             templates_of[path] = result.templates
             fresh_prints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
+            if deps is not None:
+                deps_of[path] = deps
         lap("render")
         if state is None:
             # A first build starts them now instead: beside the data stage, whose Python leaves
@@ -443,13 +480,21 @@ class IncrementalBuilder:
             if old is not None and old.digest == digest and path not in damaged:
                 link[path] = out_prefix + path
                 new_records[path] = OutputRecord(
-                    fresh_prints.get(path), digest, templates_of.get(path, ()), old.stat
+                    fresh_prints.get(path),
+                    digest,
+                    templates_of.get(path, ()),
+                    old.stat,
+                    deps_of.get(path, ()),
                 )
             else:
                 write[path] = data
                 written.append(path)
                 new_records[path] = OutputRecord(
-                    fresh_prints.get(path), digest, templates_of.get(path, ()), (0, 0, 0)
+                    fresh_prints.get(path),
+                    digest,
+                    templates_of.get(path, ()),
+                    (0, 0, 0),
+                    deps_of.get(path, ()),
                 )
         removed = sorted(set(previous) - set(new_records))
         in_place = not self.atomic and state is not None and not damaged and not extra
@@ -477,7 +522,16 @@ class IncrementalBuilder:
         rows = site.rows.num_rows
         warnings = sorted(loaded.problems.warnings)
         new_state = State(
-            inputs, environment, new_records, warnings, len(new_records), rows, dir_stat(out), memo.current
+            inputs,
+            environment,
+            new_records,
+            warnings,
+            len(new_records),
+            rows,
+            dir_stat(out),
+            memo.current,
+            glob,
+            deps_index.digests,
         )
         self._state = new_state
         markdown_cache = {k: v for k, v in markdown.cache.items() if k in markdown.used}

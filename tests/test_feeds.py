@@ -10,7 +10,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.feeds import AtomEntry, atom_feed, fallback_date, robots_txt
+from builder.feeds import AtomEntry, atom_feed, fallback_date, robots_txt, sitemap
 from builder.pipeline import build
 from tests.conftest import MakeSite
 
@@ -162,3 +162,31 @@ def test_atom_feed_escapes_text() -> None:
 
 def test_robots_points_at_the_sitemap() -> None:
     assert robots_txt("https://h/").decode().endswith("Sitemap: https://h/sitemap.xml\n")
+
+
+def test_newest_dates_per_recipe_across_chunks() -> None:
+    import pyarrow as pa
+
+    from builder.feeds import newest_dates
+
+    recipes = pa.chunked_array([["a", "b", "a"], ["b", "c"]])
+    dates = pa.chunked_array(
+        [
+            pa.array([dt.date(2026, 7, 6), dt.date(1969, 12, 31), dt.date(2026, 7, 27)], pa.date32()),
+            pa.array([dt.date(1969, 1, 1), dt.date(2026, 1, 1)], pa.date32()),
+        ]
+    )
+    table = pa.table({"recipe": recipes, "date": dates})
+    assert newest_dates(table) == {
+        "a": dt.date(2026, 7, 27),
+        "b": dt.date(1969, 12, 31),
+        "c": dt.date(2026, 1, 1),
+    }
+    assert newest_dates(table.slice(0, 0)) == {}
+
+
+def test_sitemap_escapes_text_and_writes_an_empty_urlset() -> None:
+    empty = sitemap("https://h/", ["x.css"], {})
+    assert ET.fromstring(empty).tag == f"{S}urlset" and len(ET.fromstring(empty)) == 0
+    urlset = ET.fromstring(sitemap("https://h/a&b/", ["recipes/x/index.html"], {}))
+    assert [loc.text for loc in urlset.iter(f"{S}loc")] == ["https://h/a&b/recipes/x/"]
