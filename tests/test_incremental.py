@@ -363,6 +363,33 @@ def test_a_recipe_body_edit_opens_no_duckdb_connection(
     assert opened != []
 
 
+def test_dependencies_no_changed_input_reaches_keep_their_digests(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new build computes the digest of a dependency only when a changed input can reach it; the
+    others come from the record, and their pages are kept without hashing their fingerprints."""
+    from builder.depindex import DepIndex
+
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    computed: list[str] = []
+    real = DepIndex._digest
+    monkeypatch.setattr(DepIndex, "_digest", lambda self, dep: computed.append(dep) or real(self, dep))
+    first, second, *_ = sorted((site / "content" / "recipes").glob("*.md"))
+    first.write_text(first.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and f"recipes/{first.stem}/index.html" in report.written
+    assert f"recipe:{first.stem}" in computed and f"recipe:{second.stem}" not in computed
+    assert "rows" not in computed and "posts" not in computed
+    # A row file of the second recipe: every recipe's rows may have moved, so each is computed again.
+    computed.clear()
+    generate.add_row_file(site, int(second.stem.rsplit("r", 1)[1]), "2026-04-02", rows=6, seed=12)
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and f"recipes/{second.stem}/index.html" in report.written
+    assert f"recipes/{first.stem}/index.html" not in report.written
+    assert {f"recipe:{first.stem}", f"recipe:{second.stem}", "rows"} <= set(computed)
+
+
 def test_parallel_render_matches_serial(site: Path, tmp_path: Path) -> None:
     build(load_config(site, tmp_path / "serial"), cache=False, workers=1)
     build(load_config(site, tmp_path / "parallel"), cache=False, workers=2)
