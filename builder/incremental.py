@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +69,9 @@ from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
-    from builder.content import RenderedBody
+    from builder.content import Markdown, RenderedBody
     from builder.early_stages import EarlyStages
+    from builder.load import Site
     from builder.loadcache import LoadCache
     from builder.pipeline import Loaded
     from builder.render import RenderContext
@@ -297,7 +299,7 @@ class IncrementalBuilder:
     ) -> BuildReport:
         from builder.early_stages import EarlyStages
         from builder.loadcache import LoadCache
-        from builder.pipeline import load_and_reconcile, output_stages, page_independent_stages
+        from builder.pipeline import load_and_reconcile, output_stages
 
         def lap(name: str) -> None:
             nonlocal mark
@@ -318,11 +320,15 @@ class IncrementalBuilder:
         reused = self._reuse_loaded(config, state, inputs, cache)
         if not reused:
             cache.scanned = {k: v for k, v in inputs.digests.items() if k.startswith("data/rows/")}
-        loaded = reused or load_and_reconcile(config, cache=cache)
+        setups: list[_StageSetup] = []
+
+        def setup(site: Site) -> None:
+            setups.append(self._setup_stages(site, cache, inputs, state, environment, damaged))
+
+        loaded = reused or load_and_reconcile(config, cache=cache, on_loaded=setup)
         lap("load")
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
-        from builder.content import Markdown
         from builder.deps import declared
         from builder.inputs import digest_bytes
         from builder.output import publish, remove_leftovers, update_in_place
@@ -330,35 +336,14 @@ class IncrementalBuilder:
 
         assert loaded.recon is not None
         site = loaded.site
-        markdown = Markdown(self._markdown if self._markdown is not None else {})
+        if not setups:  # a template-only rebuild reused the loaded site
+            setup(site)
+        stages = setups[0]
+        markdown, deps_index, memo, glob = stages.markdown, stages.deps_index, stages.memo, stages.glob
+        changed_templates = stages.changed_templates
         previous = state.outputs if state is not None else {}
-        glob = global_digest(inputs, environment)
-        same_glob = state is not None and state.glob == glob
-        deps_index = DepIndex(
-            inputs,
-            cache,
-            site,
-            state.dep_digests if state is not None and same_glob else None,
-            changed_inputs(inputs, state.inputs) if state is not None and same_glob else None,
-        )
-        changed_templates = (
-            {key for key in changed_inputs(inputs, state.inputs) if key.startswith("templates/")}
-            if state is not None and same_glob
-            else None
-        )
         out = config.out
-        memo = StageMemo(
-            state.memo if state is not None else {},
-            lambda p: p in previous and p not in damaged,
-            out,
-            glob,
-            deps_index,
-        )
-        # Stages that read no page (search) run in a child meanwhile; cancelled by run() on failure.
-        # Not in a first build: indexing everything beside two render workers on two cores made
-        # both slower than one after the other (cold build 16.8 s → 22.1 s).
-        early_stages = page_independent_stages(site, markdown, memo) if state is not None else []
-        self._early = early = EarlyStages(early_stages, markdown, memo)
+        early = self._early if self._early is not None else EarlyStages([], markdown, memo)
         earlier = self._context if reused else None
         pages = None
         if self.keep_context:  # the preview: pages' values for the next template-only rebuild
@@ -453,6 +438,8 @@ class IncrementalBuilder:
         if state is None:
             # A first build starts them now instead: beside the data stage, whose Python leaves
             # a core mostly idle, rather than beside the render workers.
+            from builder.pipeline import page_independent_stages
+
             self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
 
         files = OutputFiles(fresh, kept, out)
@@ -552,6 +539,43 @@ class IncrementalBuilder:
             cache_note=self._cache_note,
             seconds=seconds,
         )
+
+    def _setup_stages(
+        self,
+        site: Site,
+        cache: LoadCache,
+        inputs: Inputs,
+        state: State | None,
+        environment: bytes,
+        damaged: set[str],
+    ) -> _StageSetup:
+        """What the output stages need, made as soon as the site is loaded; in a build with a
+        previous output the stages that read no page (search) start now, each in a forked child
+        (cancelled by :meth:`run` if the build fails). Not in a first build: indexing everything
+        beside two render workers on two cores made both slower than one after the other (cold
+        build 16.8 s → 22.1 s). Before reconciliation, which they do not need: an edit build waited
+        for them (≈ 0.6 s of Python and Pagefind beside ≈ 0.45 s of render here)."""
+        from builder.content import Markdown
+        from builder.early_stages import EarlyStages
+        from builder.pipeline import page_independent_stages
+
+        markdown = Markdown(self._markdown if self._markdown is not None else {})
+        previous = state.outputs if state is not None else {}
+        glob = global_digest(inputs, environment)
+        same_glob = state is not None and state.glob == glob
+        changed = changed_inputs(inputs, state.inputs) if state is not None and same_glob else None
+        deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
+        memo = StageMemo(
+            state.memo if state is not None else {},
+            lambda p: p in previous and p not in damaged,
+            self.config.out,
+            glob,
+            deps_index,
+        )
+        if state is not None:
+            self._early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
+        templates = None if changed is None else {key for key in changed if key.startswith("templates/")}
+        return _StageSetup(markdown, deps_index, memo, glob, templates)
 
     def _reuse_loaded(
         self, config: SiteConfig, state: State | None, inputs: Inputs, cache: LoadCache
@@ -692,6 +716,18 @@ class IncrementalBuilder:
         except OSError:
             self._saved_load = None
             self._discard(folder)
+
+
+@dataclass
+class _StageSetup:
+    """See :meth:`IncrementalBuilder._setup_stages`."""
+
+    markdown: Markdown
+    deps_index: DepIndex
+    memo: StageMemo
+    glob: bytes
+    changed_templates: set[str] | None
+    """Templates changed since the previous build; None when unknown (another build or none)."""
 
 
 def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:

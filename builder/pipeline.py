@@ -66,11 +66,17 @@ def load_with_annotations(
 
 
 def load_and_reconcile(
-    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
+    config: SiteConfig,
+    timings: Timings | None = None,
+    *,
+    cache: LoadCache | None = None,
+    on_loaded: Callable[[Site], None] | None = None,
 ) -> Loaded:
     """Load and validate everything; reconcile only when the input is valid.
 
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.loadcache`).
+    ``on_loaded`` is called with the site once it loaded without problems, before reconciliation
+    (the engine starts the stages that need no reconciliation then).
     """
     timings = timings or Timings()
     site, problems, annotations = load_with_annotations(config, timings, cache=cache)
@@ -78,6 +84,8 @@ def load_and_reconcile(
     # after reconciliation (and still aborts a build).
     if problems:
         return Loaded(site, problems, None)
+    if on_loaded is not None:
+        on_loaded(site)
     memo = None
     if cache is not None:
         from builder.findings_memo import FindingsMemo, recipe_keys, statuses_key
