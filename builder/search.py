@@ -130,13 +130,19 @@ def fallback_script(records: list[SearchRecord]) -> bytes:
 
 
 def records_digest(records: list[SearchRecord]) -> str:
-    """A hash of the records, hence of the fallback script made from them (cheaper than the script)."""
-    chunks: list[bytes] = []
-    for r in records:
-        for part in (r.url, r.title, r.kind, r.text):
-            data = part.encode()
-            chunks += (len(data).to_bytes(8, "little"), data)
-    # One update: thousands of small ones cost more than the hashing (every content edit renders this).
+    """A hash of the records, hence of the fallback script made from them (cheaper than the script).
+
+    The fields joined by NUL when none holds one (one join, no per-field encoding: every content
+    edit renders the search page, which needs this), else each prefixed with its length; the two
+    encodings are told apart by their first bytes."""
+    parts = [part for r in records for part in (r.url, r.title, r.kind, r.text)]
+    joined = "\0".join(parts)
+    if joined.count("\0") == max(len(parts) - 1, 0):
+        return hashlib.sha256(b"nul\0" + joined.encode()).hexdigest()
+    chunks = [b"len\0"]
+    for part in parts:
+        data = part.encode()
+        chunks += (len(data).to_bytes(8, "little"), data)
     return hashlib.sha256(b"".join(chunks)).hexdigest()
 
 

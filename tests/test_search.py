@@ -167,3 +167,22 @@ def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
 )
 def test_collapsed_prefix_is_split_join_cut(text: str, limit: int) -> None:
     assert collapsed_prefix(text, limit) == " ".join(text.split())[:limit]
+
+
+def test_records_digest_tells_apart_fields_holding_nul() -> None:
+    """Fields are joined by NUL unless one holds a NUL; then they are length-prefixed instead."""
+    from builder.search import SearchRecord, records_digest
+
+    def rec(*fields: str) -> SearchRecord:
+        return SearchRecord(*fields)
+
+    digests = {
+        records_digest([rec("a", "b", "c", "d")]),
+        records_digest([rec("a\0b", "c", "d", "")]),
+        records_digest([rec("a", "b\0c", "d", "")]),
+        records_digest([rec("a", "b", "c\0d", "")]),
+        records_digest([rec("a", "b", "c", "d"), rec("", "", "", "")]),
+        records_digest([]),
+    }
+    assert len(digests) == 6
+    assert records_digest([rec("x", "y", "z", "w")]) == records_digest([rec("x", "y", "z", "w")])
