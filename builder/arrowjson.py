@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from builder.arrays import from_numpy
+
 _encode_string = json.encoder.encode_basestring
 
 
@@ -42,7 +44,7 @@ def json_values(array: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.Array
     ):
         raise TypeError(f"no JSON text for Arrow type {kind}")
     if array.null_count == len(array):  # common for optional fields
-        return pa.array([prefix + "null"], pa.string()).take(pa.array(np.zeros(len(array), np.int32)))
+        return pa.array([prefix + "null"], pa.string()).take(from_numpy(np.zeros(len(array), np.int32)))
     if _is_text(kind):
         encoded = array.dictionary_encode()
         words = [prefix + _encode_string(v) for v in encoded.dictionary.to_pylist()]
@@ -120,7 +122,7 @@ def json_arrays(
     starts, names = _runs(groups)
     if len(set(names)) < len(names):  # a group in several runs: sort rows by group, stably
         order = pc.sort_indices(
-            pa.table({"g": groups, "i": pa.array(np.arange(len(groups)))}),
+            pa.table({"g": groups, "i": from_numpy(np.arange(len(groups)))}),
             [("g", "ascending"), ("i", "ascending")],
         )
         table, groups = table.take(order), groups.take(order)
@@ -149,4 +151,4 @@ def _runs(groups: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Where each run of equal values starts, and its value."""
     change = pc.not_equal(groups.slice(1), groups.slice(0, len(groups) - 1))
     starts = np.concatenate([[0], np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1])
-    return starts, groups.take(pa.array(starts)).to_pylist()
+    return starts, groups.take(from_numpy(starts)).to_pylist()

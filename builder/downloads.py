@@ -36,11 +36,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from builder import deps
+from builder.arrays import from_numpy
 from builder.arrowjson import json_arrays
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.export_table import Export, export_table
-from builder.export_table import export_rows as export_rows  # the table the downloads are made from
+from builder.export_table import (
+    export_rows as export_rows,  # the table the downloads are made from, from_numpy
+)
 from builder.feeds import NEWS_FEED
 from builder.flags import serve_command
 from builder.load import Site
@@ -221,7 +224,7 @@ def _rows_json(export: Export) -> dict[str, bytes]:
     )
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
-    rows = rows.append_column("status", statuses.take(pa.array(codes)))
+    rows = rows.append_column("status", statuses.take(from_numpy(codes)))
     return json_arrays(rows, table.column("recipe"), raw={"status"})
 
 

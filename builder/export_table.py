@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from builder.arrays import from_numpy
 from builder.load import Site
 from builder.reconcile import Reconciliation, RowStatus
 from builder.views import ROW_COLUMNS
@@ -76,7 +77,7 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     row_ids = table.column("row_id").to_numpy()
     if len(row_ids) > 1 and not np.all(row_ids[1:] > row_ids[:-1]):
         order = np.argsort(row_ids, kind="stable")
-        table, row_ids = table.take(pa.array(order)), row_ids[order]
+        table, row_ids = table.take(from_numpy(order)), row_ids[order]
     # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
     table = table.combine_chunks()
     kinds, codes = status_codes(recon, row_ids)
@@ -84,15 +85,15 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     files = pa.array([parsed.source.rel for parsed in site.row_files], pa.string())
     lines = _source_lines(site, file_ids, table.column("file_row").to_numpy())
     table = table.drop_columns(["file_id", "file_row"])
-    take = pa.array(codes)
+    take = from_numpy(codes)
     extra = {
         "status": pa.array([s.status for s in kinds], pa.string()).take(take),
         "differences": pa.array(
             ["; ".join(d.describe() for d in s.differences) or None for s in kinds], pa.string()
         ).take(take),
         "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()).take(take),
-        "source_file": files.take(pa.array(file_ids)),
-        "source_line": pa.array(lines, pa.int32()),
+        "source_file": files.take(from_numpy(file_ids)),
+        "source_line": from_numpy(lines),  # int32
     }
     for name, column in extra.items():
         table = table.append_column(name, column)
