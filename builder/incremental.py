@@ -409,7 +409,8 @@ class IncrementalBuilder:
         # are forked: then it starts after them.
         linker: _Linker | None = None
         if self.atomic and state is not None and kept:
-            linker = self._linker = _Linker(out, config.root, kept)
+            inodes = {path: records[path].stat[0] for path in kept}
+            linker = self._linker = _Linker(out, config.root, kept, inodes, self._spare())
         forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
@@ -491,11 +492,20 @@ class IncrementalBuilder:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
         elif not in_place and (write or removed or damaged or extra or state is None):
+            inodes = {path: new_records[path].stat[0] for path in link}
             if linker is not None:
                 self._linker = None
-                linker.staging().publish(write, link, trash=config.cache_dir / "trash")
+                linker.staging().publish(write, link, trash=config.cache_dir / "trash", inodes=inodes)
             else:
-                publish(write, out, config.root, reuse=link, trash=config.cache_dir / "trash")
+                publish(
+                    write,
+                    out,
+                    config.root,
+                    reuse=link,
+                    trash=config.cache_dir / "trash",
+                    spare=self._spare(),
+                    inodes=inodes,
+                )
             for path in write:
                 st = os.stat(out / path)
                 new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -604,6 +614,11 @@ class IncrementalBuilder:
 
     def _dir(self) -> Path:
         return state_dir(self.config.root, self.config.out)
+
+    def _spare(self) -> Path | None:
+        """Where the replaced site waits to begin the next build's tree (see :class:`builder.output.Staging`);
+        None without a kept record."""
+        return self._dir() / "spare" if self.persist else None
 
     def _load_state(self, state_read: State | None = None) -> None:
         """Read the record; ``state_read``: ``state.pickle`` as already read."""
@@ -800,14 +815,16 @@ def _blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, byte
 class _Linker:
     """A :class:`builder.output.Staging` tree with ``kept`` linked into it on a thread."""
 
-    def __init__(self, out: Path, root: Path, kept: dict[str, str]) -> None:
+    def __init__(
+        self, out: Path, root: Path, kept: dict[str, str], inodes: dict[str, int], spare: Path | None
+    ) -> None:
         import threading
 
         from builder.output import Staging
 
-        self._staging = Staging(out, root)
+        self._staging = Staging(out, root, spare=spare)
         self._thread = threading.Thread(
-            target=self._staging.link, args=(dict(kept),), name="link-kept", daemon=True
+            target=self._staging.link, args=(dict(kept), inodes), name="link-kept", daemon=True
         )
 
     def start(self) -> None:

@@ -1,7 +1,8 @@
 """Stage 6: publish rendered files atomically.
 
-The new site is written into a fresh folder beside the target and swapped in with renames, so an
-error or an interrupt midway leaves the previous site exactly as it was. The builder only ever
+The new site is written into a folder beside the target (a fresh one, or the site before last brought
+up to date: see :class:`Staging`) and swapped in with renames, so an error or an interrupt midway
+leaves the previous site exactly as it was. The builder only ever
 replaces a folder that carries its marker file (or an empty one), and never the site root itself.
 """
 
@@ -50,25 +51,110 @@ def _link_or_copy(source: str | Path, target: str | Path) -> None:
         shutil.copyfile(source, target)
 
 
+def _make_folders(base: str, folder: str, made: set[str]) -> None:
+    """Create ``base/folder`` and the folders above it that ``made`` does not list; add them to it."""
+    missing = [folder]
+    parent = folder.rpartition("/")[0]
+    while parent not in made:
+        missing.append(parent)
+        parent = parent.rpartition("/")[0]
+    for name in reversed(missing):
+        try:
+            os.mkdir(f"{base}/{name}")
+        except FileExistsError:
+            if not os.path.isdir(f"{base}/{name}"):
+                raise
+        made.add(name)
+
+
+class _Present:
+    """What a reused tree (the site before last, see :class:`Staging`) already holds.
+
+    ``files``: path → inode of every file not yet accounted for by this build (what is left at the
+    end is removed); ``folders``: every folder, ``""`` the tree itself; ``inodes``: path → inode of
+    the previous output's file that each reused path links to (a file already linking to it is kept).
+    """
+
+    def __init__(self, files: dict[str, int], folders: set[str]) -> None:
+        self.files = files
+        self.folders = folders
+        self.inodes: Mapping[str, int] = {}
+
+
+def _scan_tree(target: Path) -> _Present:
+    """Every file (path → inode, from the directory entries: no ``stat``) and folder under ``target``."""
+    files: dict[str, int] = {}
+    folders: set[str] = {""}
+    pending = [""]
+    while pending:
+        folder = pending.pop()
+        with os.scandir(f"{target}/{folder}" if folder else target) as entries:
+            for entry in entries:
+                rel = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    folders.add(rel)
+                    pending.append(rel)
+                else:
+                    files[rel] = entry.inode()
+    return _Present(files, folders)
+
+
 def _write_tree(
-    target: Path, files: Mapping[str, bytes], reuse: Mapping[str, str | Path], *, marker: bool = True
+    target: Path,
+    files: Mapping[str, bytes],
+    reuse: Mapping[str, str | Path],
+    *,
+    marker: bool = True,
+    present: _Present | None = None,
 ) -> None:
+    """Write ``files`` and link ``reuse`` into ``target``: an empty folder, or a reused tree
+    (``present``) whose files are replaced only where they differ — unlinked first, never written
+    into: a reused tree shares its inodes with the published site."""
     # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
+    # Folders by one mkdir each, parents first (``os.makedirs`` costs several calls and a recursion
+    # per folder: most of this function's time, on a thread that shares the GIL with the build).
     base = os.fspath(target)
-    made: set[str] = set()
+    made = present.folders if present is not None else {""}
+    there = present.files if present is not None else {}
+    wanted = present.inodes if present is not None else {}
     for rel in sorted({*files, *reuse}):
         path = f"{base}/{rel}"
-        parent = path.rpartition("/")[0]
-        if parent not in made:
-            os.makedirs(parent, exist_ok=True)
-            made.add(parent)
         data = files.get(rel)
+        inode = there.pop(rel, None)
+        if inode is not None:
+            if data is None and inode == wanted.get(rel):
+                continue  # already the link this build wants
+            os.unlink(path)
+        folder = rel.rpartition("/")[0]
+        if folder not in made:
+            _make_folders(base, folder, made)
         if data is not None:
             Path(path).write_bytes(data)
         else:
             _link_or_copy(os.fspath(reuse[rel]), path)
     if marker:
+        if there.pop(MARKER, None) is not None:
+            os.unlink(f"{base}/{MARKER}")
         (target / MARKER).write_bytes(MARKER_TEXT)
+
+
+def _remove_rest(target: Path, present: _Present) -> None:
+    """Remove what a reused tree holds beyond this build's files, and the folders left empty."""
+    base = os.fspath(target)
+    emptied: set[str] = set()
+    for rel in present.files:
+        if rel != STAGING_MARKER:
+            os.unlink(f"{base}/{rel}")
+            emptied.add(rel.rpartition("/")[0])
+    present.files = {}
+    for folder in sorted(emptied, key=lambda f: -f.count("/")):
+        while folder:
+            try:
+                os.rmdir(f"{base}/{folder}")
+            except OSError:  # not empty: a page still lives there
+                break
+            present.folders.discard(folder)
+            folder = folder.rpartition("/")[0]
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -149,24 +235,37 @@ def publish(
     *,
     reuse: Mapping[str, str | Path] | None = None,
     trash: Path | None = None,
+    spare: Path | None = None,
+    inodes: Mapping[str, int] | None = None,
 ) -> None:
     """Write ``files`` into ``out`` atomically, replacing what was there.
 
     ``reuse`` maps further output paths to unchanged files of the previous output (usually inside
     ``out``), which are hard-linked into the new tree instead of being written again. The replaced
-    site is deleted in the background from ``trash`` when given (see :func:`_dispose`).
+    site is deleted in the background from ``trash`` when given (see :func:`_dispose`), or kept at
+    ``spare`` to begin the next build's tree from (see :class:`Staging`; ``inodes``: each reused
+    file's inode, as the caller recorded it).
     """
-    Staging(out, root).publish(files, reuse or {}, trash=trash)
+    staging = Staging(out, root, spare=spare)
+    staging.publish(files, reuse or {}, trash=trash, inodes=inodes)
 
 
 class Staging:
     """The new tree of :func:`publish`, begun early: unchanged files can be linked into it (on
     another thread: the work is system calls) while the build still makes the others.
 
+    With ``spare`` (a folder of the cache on the output's file system) the tree begins from the site
+    before last, which the previous publish kept there, instead of an empty folder: most of its files
+    are already the hard links this build wants (the same inode as the published file), so only what
+    changed since is unlinked and linked or written again, and what is gone is removed. Creating
+    ≈ 1,300 folders and 3,400 links every build, and deleting the replaced tree, cost an edit build
+    of the synthetic site 0.3–0.6 s of system calls. The reused tree is only ever changed by
+    unlinking: its files share inodes with the published site, which is never written into.
+
     Call :meth:`publish` or :meth:`abandon` once; :meth:`link` may be called before, from one thread.
     """
 
-    def __init__(self, out: Path, root: Path) -> None:
+    def __init__(self, out: Path, root: Path, *, spare: Path | None = None) -> None:
         check_output_dir(out, root)
         self.out = out.resolve()
         parent = self.out.parent
@@ -174,18 +273,44 @@ class Staging:
         try:
             parent.mkdir(parents=True, exist_ok=True)
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.new-", dir=parent))
+        except OSError as exc:
+            raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
+        self.spare = spare
+        self._present: _Present | None = None
+        if spare is not None and (spare / MARKER).is_file():
+            self._present = self._take(spare)
+        try:
             (self.path / STAGING_MARKER).write_bytes(b"")
         except OSError as exc:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
+        if self._present is not None:
+            self._present.files.pop(STAGING_MARKER, None)
         self.linked: set[str] = set()
         self._broken = False
 
-    def link(self, reuse: Mapping[str, str | Path]) -> None:
+    def _take(self, spare: Path) -> _Present | None:
+        """Move the spare tree to :attr:`path` and list it; None (and an empty folder) if it cannot be."""
+        try:
+            os.rmdir(self.path)
+            os.rename(spare, self.path)
+            (self.path / STAGING_MARKER).write_bytes(b"")  # from here on, a leftover if we die
+            return _scan_tree(self.path)
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path.mkdir(exist_ok=True)
+            return None
+
+    def link(self, reuse: Mapping[str, str | Path], inodes: Mapping[str, int] | None = None) -> None:
         """Hard-link ``reuse`` (output path → file of the previous output) into the tree now.
 
+        ``inodes``: the inode of each of those files, for a reused tree to keep the links it has.
         A failure is not raised here: :meth:`publish` then starts the tree again, and reports it."""
         try:
-            _write_tree(self.path, {}, reuse, marker=False)
+            if self._present is not None:
+                self._present.inodes = inodes or {}
+                _write_tree(self.path, {}, reuse, marker=False, present=self._present)
+            else:
+                _write_tree(self.path, {}, reuse, marker=False)
         except OSError:
             self._broken = True
         else:
@@ -195,7 +320,12 @@ class Staging:
         shutil.rmtree(self.path, ignore_errors=True)
 
     def publish(
-        self, files: Mapping[str, bytes], reuse: Mapping[str, str | Path], *, trash: Path | None = None
+        self,
+        files: Mapping[str, bytes],
+        reuse: Mapping[str, str | Path],
+        *,
+        trash: Path | None = None,
+        inodes: Mapping[str, int] | None = None,
     ) -> None:
         """Write ``files``, link the rest of ``reuse`` (what :meth:`link` did not), swap the tree in."""
         out, staging = self.out, self.path
@@ -205,8 +335,24 @@ class Staging:
             staging.mkdir()
             (staging / STAGING_MARKER).write_bytes(b"")
             self.linked = set()
+            self._present = None
         try:
-            _write_tree(staging, files, {k: v for k, v in reuse.items() if k not in self.linked})
+            rest = {k: v for k, v in reuse.items() if k not in self.linked}
+            if self._present is not None:
+                if inodes is not None:
+                    self._present.inodes = inodes
+                try:
+                    _write_tree(staging, files, rest, present=self._present)
+                    _remove_rest(staging, self._present)
+                except OSError:
+                    # A reused tree that does not fit (a folder where a file now goes): a fresh one.
+                    shutil.rmtree(staging, ignore_errors=True)
+                    staging.mkdir()
+                    (staging / STAGING_MARKER).write_bytes(b"")
+                    self._present, self.linked = None, set()
+                    _write_tree(staging, files, reuse)
+            else:
+                _write_tree(staging, files, rest)
             (staging / STAGING_MARKER).unlink()
             os.chmod(staging, 0o755)
             # Swap in one step where the kernel can; otherwise two renames, undone on failure.
@@ -232,7 +378,22 @@ class Staging:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         if old is not None:
-            _dispose(old, trash)
+            self._retire(old, trash)
+
+    def _retire(self, old: Path, trash: Path | None) -> None:
+        """The replaced site: kept as the next build's spare tree when there is a place for it,
+        else deleted (:func:`_dispose`)."""
+        spare = self.spare
+        if spare is not None:
+            try:
+                if spare.exists():  # one that could not be taken this time
+                    _dispose(spare, trash)
+                spare.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(old, spare)
+                return
+            except OSError:
+                pass
+        _dispose(old, trash)
 
 
 def update_in_place(files: Mapping[str, bytes], removed: Iterable[str], out: Path, root: Path) -> None:

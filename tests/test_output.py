@@ -283,3 +283,63 @@ def test_an_abandoned_tree_leaves_the_site_and_no_litter(tmp_path: Path) -> None
     staging.abandon()
     assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a"}
     assert siblings(out) == ["root"]  # no staging or old tree left beside it
+
+
+# The spare tree: the replaced site begins the next build's tree -----------------------------------
+
+
+def _publish_with_spare(files: dict[str, bytes], keep: list[str], out: Path, root: Path, spare: Path) -> None:
+    """Publish ``files`` and link ``keep`` from the current site, as the engine does (with inodes)."""
+    reuse = {rel: str(out / rel) for rel in keep}
+    inodes = {rel: (out / rel).stat().st_ino for rel in keep}
+    publish(files, out, root, reuse=reuse, spare=spare, inodes=inodes)
+
+
+def test_a_spare_tree_is_brought_up_to_date_without_writing_into_the_published_site(tmp_path: Path) -> None:
+    root, out, spare = tmp_path / "root", tmp_path / "site", tmp_path / "cache" / "spare"
+    root.mkdir()
+    _publish_with_spare({"x.html": b"1", "old/gone.html": b"g", "y.html": b"y1"}, [], out, root, spare)
+    assert not spare.exists()  # nothing was replaced yet
+    _publish_with_spare({"y.html": b"y2"}, ["x.html", "old/gone.html"], out, root, spare)
+    assert tree(spare)["y.html"] == b"y1"  # the replaced site waits there
+    x_inode = (out / "x.html").stat().st_ino
+    # The spare's x.html is the published x.html (one inode): writing it must not touch the site.
+    _publish_with_spare({"x.html": b"3", "new/page.html": b"n"}, ["y.html"], out, root, spare)
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "x.html": b"3", "y.html": b"y2", "new/page.html": b"n"}
+    assert not (out / "old").exists()  # a file gone, and the folder it left empty
+    assert tree(spare)["x.html"] == b"1" and (spare / "x.html").stat().st_ino == x_inode
+    assert siblings(out) == ["cache", "root"]
+    # A file kept twice is the same inode throughout: not linked again.
+    y_inode = (out / "y.html").stat().st_ino
+    _publish_with_spare({"z.html": b"z"}, ["x.html", "y.html", "new/page.html"], out, root, spare)
+    assert (out / "y.html").stat().st_ino == y_inode
+    assert tree(out) == {
+        MARKER: output.MARKER_TEXT,
+        "x.html": b"3",
+        "y.html": b"y2",
+        "new/page.html": b"n",
+        "z.html": b"z",
+    }
+
+
+def test_a_spare_tree_that_does_not_fit_gives_way_to_a_fresh_one(tmp_path: Path) -> None:
+    """A folder where a file now goes: the tree is begun again, the site is still right."""
+    root, out, spare = tmp_path / "root", tmp_path / "site", tmp_path / "cache" / "spare"
+    root.mkdir()
+    _publish_with_spare({"a/index.html": b"1"}, [], out, root, spare)
+    _publish_with_spare({"b.html": b"2"}, [], out, root, spare)  # the spare now holds a/
+    _publish_with_spare({"a": b"a file now"}, [], out, root, spare)
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "a": b"a file now"}
+    assert siblings(out) == ["cache", "root"]
+
+
+def test_an_abandoned_tree_begun_from_the_spare_leaves_the_site(tmp_path: Path) -> None:
+    root, out, spare = tmp_path / "root", tmp_path / "site", tmp_path / "cache" / "spare"
+    root.mkdir()
+    _publish_with_spare({"a.html": b"1"}, [], out, root, spare)
+    _publish_with_spare({"a.html": b"2"}, [], out, root, spare)
+    staging = output.Staging(out, root, spare=spare)
+    staging.link({"a.html": str(out / "a.html")}, {"a.html": (out / "a.html").stat().st_ino})
+    staging.abandon()
+    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"2"}
+    assert siblings(out) == ["cache", "root"] and not spare.exists()
