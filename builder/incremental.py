@@ -325,7 +325,11 @@ class IncrementalBuilder:
         def setup(site: Site) -> None:
             setups.append(self._setup_stages(site, cache, inputs, state, environment, damaged))
 
-        loaded = reused or load_and_reconcile(config, cache=cache, on_loaded=setup)
+        # A first build starts no stage early: its setup waits for reconciliation (the load stage
+        # stays what it measures).
+        loaded = reused or load_and_reconcile(
+            config, cache=cache, on_loaded=setup if state is not None else None
+        )
         lap("load")
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
