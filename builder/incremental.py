@@ -539,6 +539,7 @@ class IncrementalBuilder:
         self._markdown = markdown_cache
         cache.prune()
         self._save_all(new_state, cache, markdown_cache)
+        cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
         lap("save")
         site.close_connection()
         self._context = ctx if self.keep_context else None
@@ -703,6 +704,7 @@ class IncrementalBuilder:
             return
         import pyarrow as pa
 
+        cache.settle()
         folder = self._dir()
         try:
             folder.mkdir(parents=True, exist_ok=True)

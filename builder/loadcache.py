@@ -92,6 +92,15 @@ class LoadCache:
     """Content hashes of the row files (by ``data/rows/…`` path) from the build's own scan of its
     inputs, when it made one just before loading: the load then reads only the files that changed.
     Consumed by the load (reset to None), so it never outlives that scan."""
+    unsettled: Callable[[], None] | None = None
+    """Stores what the last load computed but did not store yet into :attr:`findings`
+    (:meth:`builder.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
+
+    def settle(self) -> None:
+        """Complete the cache before it is saved (see :attr:`unsettled`)."""
+        unsettled, self.unsettled = self.unsettled, None
+        if unsettled is not None:
+            unsettled()
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
         """The cached load of a content file, or ``load(problems)`` run now and remembered."""

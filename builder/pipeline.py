@@ -92,9 +92,15 @@ def load_and_reconcile(
 
         entries = cache.rows.entries
         memo = FindingsMemo(
-            cache.findings, recipe_keys(site, entries), cache.statuses, statuses_key(site, entries)
+            cache.findings,
+            recipe_keys(site, entries),
+            cache.statuses,
+            statuses_key(site, entries),
+            defer=True,
         )
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
+    if cache is not None and memo is not None:
+        cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)
 
 
