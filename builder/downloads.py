@@ -39,9 +39,7 @@ from builder.arrowjson import json_arrays
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.export_table import Export, export_table
-from builder.export_table import (
-    export_rows as export_rows,  # the table the downloads are made from, from_numpy
-)
+from builder.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.feeds import NEWS_FEED
 from builder.flags import serve_command
 from builder.load import Site

@@ -305,12 +305,10 @@ class Staging:
 
         ``inodes``: the inode of each of those files, for a reused tree to keep the links it has.
         A failure is not raised here: :meth:`publish` then starts the tree again, and reports it."""
+        if self._present is not None:
+            self._present.inodes = inodes or {}
         try:
-            if self._present is not None:
-                self._present.inodes = inodes or {}
-                _write_tree(self.path, {}, reuse, marker=False, present=self._present)
-            else:
-                _write_tree(self.path, {}, reuse, marker=False)
+            _write_tree(self.path, {}, reuse, marker=False, present=self._present)
         except OSError:
             self._broken = True
         else:
@@ -331,11 +329,7 @@ class Staging:
         out, staging = self.out, self.path
         old: Path | None = None
         if self._broken:  # linking early failed midway: everything again, in a fresh folder
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir()
-            (staging / STAGING_MARKER).write_bytes(b"")
-            self.linked = set()
-            self._present = None
+            self._restart()
         try:
             rest = {k: v for k, v in reuse.items() if k not in self.linked}
             if self._present is not None:
@@ -346,10 +340,7 @@ class Staging:
                     _remove_rest(staging, self._present)
                 except OSError:
                     # A reused tree that does not fit (a folder where a file now goes): a fresh one.
-                    shutil.rmtree(staging, ignore_errors=True)
-                    staging.mkdir()
-                    (staging / STAGING_MARKER).write_bytes(b"")
-                    self._present, self.linked = None, set()
+                    self._restart()
                     _write_tree(staging, files, reuse)
             else:
                 _write_tree(staging, files, rest)
@@ -379,6 +370,13 @@ class Staging:
             raise
         if old is not None:
             self._retire(old, trash)
+
+    def _restart(self) -> None:
+        """Begin the tree again in an empty folder (nothing linked, no reused tree)."""
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir()
+        (self.path / STAGING_MARKER).write_bytes(b"")
+        self.linked, self._present = set(), None
 
     def _retire(self, old: Path, trash: Path | None) -> None:
         """The replaced site: kept as the next build's spare tree when there is a place for it,

@@ -96,7 +96,6 @@ def load_and_reconcile(
             recipe_keys(site, entries),
             cache.statuses,
             statuses_key(site, entries),
-            defer=True,
         )
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     if cache is not None and memo is not None:

@@ -343,3 +343,35 @@ def test_an_abandoned_tree_begun_from_the_spare_leaves_the_site(tmp_path: Path) 
     staging.abandon()
     assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"2"}
     assert siblings(out) == ["cache", "root"] and not spare.exists()
+
+
+def test_an_interrupt_while_a_spare_tree_is_brought_up_to_date_leaves_the_site(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C halfway through writing into the reused tree: the published site is byte for byte
+    what it was (its files share inodes with that tree), and the next publish is whole."""
+    root, out, spare = tmp_path / "root", tmp_path / "site", tmp_path / "cache" / "spare"
+    root.mkdir()
+    pages = {f"p{i}/index.html": f"v1 {i}".encode() for i in range(6)}
+    _publish_with_spare(pages, [], out, root, spare)
+    _publish_with_spare({"extra.html": b"x"}, sorted(pages), out, root, spare)
+    before = tree(out)
+    written: list[str] = []
+    real = Path.write_bytes
+
+    def interrupted(path: Path, data: bytes) -> int:
+        if path.name == "index.html":
+            if len(written) == 3:
+                raise KeyboardInterrupt
+            written.append(path.parent.name)
+        return real(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _publish_with_spare(dict.fromkeys(pages, b"v2"), [], out, root, spare)
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert written == ["p0", "p1", "p2"]  # it was writing pages into the reused tree
+    assert tree(out) == before
+    assert siblings(out) == ["cache", "root"]
+    _publish_with_spare(dict.fromkeys(pages, b"v2"), [], out, root, spare)
+    assert tree(out) == {MARKER: output.MARKER_TEXT, **dict.fromkeys(pages, b"v2")}
