@@ -46,7 +46,6 @@ def changed_inputs(inputs: Inputs, earlier: Inputs) -> set[str]:
 
 
 _PREFIX_DEPS = {
-    "recipe-files": "content/recipes/",
     "rows": "data/rows/",
     "case-studies": "content/case-studies/",
     "posts": "content/posts/",
@@ -127,6 +126,8 @@ class DepIndex:
         if not self._changed:
             return True
         kind, _, arg = dep.partition(":")
+        if kind == "value":
+            return True
         if kind == "file":
             return arg not in self._changed
         if kind == "recipe":  # its file and the row files naming it
@@ -136,7 +137,7 @@ class DepIndex:
             return not any(key.startswith(prefix) for key in self._changed)
         if dep in ("recipes", "models"):  # every recipe's front matter
             return not self._recipes_changed
-        if kind in ("model", "model-files"):  # which recipes have the model, their files, their rows
+        if kind == "model":  # which recipes have the model, their front matter, their rows
             return not self._recipes_changed and not self._rows_changed
         return False
 
@@ -151,25 +152,19 @@ class DepIndex:
         if dep == "models":
             pairs = [f"{slug}\0{self.site.recipes[slug].meta.model}" for slug in sorted(self.site.recipes)]
             return digest_parts("models", *pairs)
-        if dep == "recipe-files":
-            return self._files("content/recipes/")
         if dep == "rows":
             return self._files("data/rows/")
         if dep == "case-studies":
             return self._files("content/case-studies/")
         if dep == "posts":
             return self._files("content/posts/")
+        if kind == "value" and arg:  # the value is in the name
+            return digest_parts(dep)
         if kind == "file" and arg:
             return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
         if kind == "recipe" and arg:
             rel = f"content/recipes/{arg}.md"
             return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
-        if kind == "model-files" and arg:
-            parts = []
-            for slug in self._recipes_of(arg):
-                rel = f"content/recipes/{slug}.md"
-                parts += [slug, self.inputs.digests.get(rel, b"-")]
-            return digest_parts(dep, *parts)
         if kind == "model" and arg:
             # Front matter and rows of the model's recipes, not their bodies: a comparison page
             # shows no prose, and a body edit should not re-render it.

@@ -18,30 +18,29 @@ The vocabulary:
     values, file, line and status);
 ``recipes``
     the front matter of every recipe, and which recipes exist (not bodies, not rows);
-``recipe-files``
-    every recipe file in full (bodies too: FAQ indexes, search);
 ``models``
     which recipes exist and the base model of each (comparison links and slugs);
 ``model:<base model id>``
     which recipes have that base model, with their front matter and rows (comparison pages);
-``model-files:<base model id>``
-    which recipes have that base model, with their files in full (the model's troubleshooting page);
 ``rows``
     every row file (totals, latest dates, downloads);
 ``case-studies`` / ``posts``
     every case study / post file;
 ``file:<path>``
-    one input file by its path from the site root (``content/posts/x.md``).
+    one input file by its path from the site root (``content/posts/x.md``);
+``value:<name>:<hash>``
+    a value the page shows, worked out before the page renders (:func:`value`): the page renders
+    again when the value changes, whatever input changed it.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 RECIPES = "recipes"
-RECIPE_FILES = "recipe-files"
 MODELS = "models"
 ROWS = "rows"
 CASE_STUDIES = "case-studies"
@@ -56,12 +55,17 @@ def model(model_id: str) -> str:
     return f"model:{model_id}"
 
 
-def model_files(model_id: str) -> str:
-    return f"model-files:{model_id}"
-
-
 def file(rel: str) -> str:
     return f"file:{rel}"
+
+
+def value(name: str, *parts: str) -> str:
+    """A dependency on a value itself (its parts, hashed into the name)."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part.encode()
+        hasher.update(len(data).to_bytes(8, "little") + data)
+    return f"value:{name}:{hasher.hexdigest()[:32]}"
 
 
 @dataclass(frozen=True)

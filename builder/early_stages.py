@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from builder.depindex import KEPT, StageMemo
-from builder.forked import Forked
+from builder.forked import Forked, Notice
 
 if TYPE_CHECKING:
     from builder.content import Markdown
@@ -44,9 +44,17 @@ def _run(stage: Stage, markdown: Markdown, memo: StageMemo) -> Payload:
 class EarlyStages:
     """``stages`` started now, each in a forked child; :meth:`files` takes one's output."""
 
-    def __init__(self, stages: list[tuple[str, Stage]], markdown: Markdown, memo: StageMemo) -> None:
+    def __init__(
+        self,
+        stages: list[tuple[str, Stage]],
+        markdown: Markdown,
+        memo: StageMemo,
+        notice: Notice[Any] | None = None,
+    ) -> None:
+        """``notice``: what a stage sends before it ends (closed here when the stages are cancelled)."""
         self._markdown = markdown
         self._memo = memo
+        self._notice = notice
         self._jobs: dict[str, Forked[Payload]] = {}
         # The children only read the parent's heap: frozen, their collector does not walk (and
         # copy) it.
@@ -56,6 +64,8 @@ class EarlyStages:
                 self._jobs[name] = Forked(functools.partial(_run, stage, markdown, memo))
         finally:
             gc.unfreeze()
+            if notice is not None:
+                notice.forked()
 
     def __contains__(self, name: object) -> bool:
         return name in self._jobs
@@ -73,3 +83,5 @@ class EarlyStages:
         jobs, self._jobs = self._jobs, {}
         for job in jobs.values():
             job.cancel()
+        if self._notice is not None:
+            self._notice.close()

@@ -131,23 +131,25 @@ def render_model_troubleshooting(ctx: RenderContext, model: str, slug: str) -> b
 
 
 def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    # The pages show the questions and their recipes' front matter: they depend on those, not on
+    # every recipe file (a body edit outside the troubleshooting section leaves them as they are).
+    summary = ctx.content_summary()
     jobs: list[PageJob] = [
         (
             "troubleshooting/index.html",
-            deps.depends(lambda: render_troubleshooting(ctx), deps.RECIPE_FILES, deps.RECIPES),
+            deps.depends(
+                lambda: render_troubleshooting(ctx), deps.value("faq", summary.faq_digest), deps.RECIPES
+            ),
         )
     ]
-    # Counting questions means parsing every recipe body; the markdown cache makes the pages free.
-    ctx.markdown.prerender((ctx.site.recipes[slug].doc.body for slug in sorted(ctx.site.recipes)), faq=True)
-    entries = faq_entries(ctx.site, ctx.markdown)
-    if len(entries) > INLINE_QUESTIONS:
-        pages = model_pages(sorted({e.recipe.meta.model for e in entries}))
+    if summary.faq_count > INLINE_QUESTIONS:
+        pages = model_pages(list(summary.faq_models))
         jobs += [
             (
                 f"troubleshooting/{slug}/index.html",
                 deps.depends(
                     partial(render_model_troubleshooting, ctx, model, slug),
-                    deps.model_files(model),
+                    deps.value("faq", model, summary.faq_models[model]),
                     deps.RECIPES,
                 ),
             )

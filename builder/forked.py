@@ -130,3 +130,61 @@ class Forked(Generic[T]):
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+
+
+class Notice(Generic[T]):
+    """One value a forked child sends before it finishes (:class:`Forked` returns only at the end).
+
+    Made before the fork; the child calls :meth:`send`, the parent :meth:`forked` right after the
+    fork and :meth:`receive` when it needs the value. ``receive`` gives None when no child sent it
+    (none was forked, it failed, the payload is unreadable): the caller then works it out itself.
+    :meth:`send` in the process that made the notice does nothing (a stage run here, not forked).
+    """
+
+    def __init__(self) -> None:
+        self._owner = os.getpid()
+        try:
+            self._read, self._write = os.pipe()
+        except OSError:
+            self._read = self._write = -1
+
+    def send(self, value: T) -> None:
+        if os.getpid() == self._owner or self._write < 0:
+            return
+        try:
+            with os.fdopen(self._write, "wb") as out:
+                out.write(_DONE + pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except BaseException:  # noqa: BLE001 - the parent reads a short payload and computes it
+            pass
+        self._write = -1
+
+    def forked(self) -> None:
+        """Close the parent's end for writing: the pipe ends when the children's ends do."""
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+
+    def close(self) -> None:
+        """Give up the value (the build failed before it needed it)."""
+        for fd in (self._read, self._write):
+            if fd >= 0:
+                os.close(fd)
+        self._read = self._write = -1
+
+    def receive(self) -> T | None:
+        """The value sent, waiting for it; None when there is none (call once, after :meth:`forked`)."""
+        if self._read < 0:
+            return None
+        try:
+            with os.fdopen(self._read, "rb") as pipe:
+                payload = pipe.read()
+        except OSError:
+            return None
+        finally:
+            self._read = -1
+        if payload[:1] != _DONE:
+            return None
+        try:
+            return pickle.loads(payload[1:])  # type: ignore[no-any-return]
+        except Exception:  # noqa: BLE001 - garbage: computed by the caller
+            return None

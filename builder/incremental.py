@@ -68,8 +68,11 @@ from builder.inputs import Inputs, rescan_paths, scan_inputs
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from builder.config import SiteConfig
     from builder.content import Markdown, RenderedBody
+    from builder.content_summary import ContentSummary
     from builder.early_stages import EarlyStages
     from builder.load import Site
     from builder.loadcache import LoadCache
@@ -354,7 +357,14 @@ class IncrementalBuilder:
             from builder.page_memo import PageMemo
 
             pages = earlier.memo if earlier is not None and earlier.memo is not None else PageMemo()
-        ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None, memo=pages)
+        ctx = make_context(
+            site,
+            loaded.recon,
+            markdown,
+            earlier.rows if earlier else None,
+            memo=pages,
+            summary_source=stages.summary_source,
+        )
         if self.persist:
             ctx.env.bytecode_cache = _template_cache(config.cache_dir, code)
         jobs = page_jobs(ctx)
@@ -572,6 +582,7 @@ class IncrementalBuilder:
         for them (≈ 0.6 s of Python and Pagefind beside ≈ 0.45 s of render here)."""
         from builder.content import Markdown
         from builder.early_stages import EarlyStages
+        from builder.forked import Notice
         from builder.pipeline import page_independent_stages
 
         markdown = Markdown(self._markdown if self._markdown is not None else {})
@@ -587,10 +598,14 @@ class IncrementalBuilder:
             glob,
             deps_index,
         )
+        summary: Callable[[], ContentSummary | None] | None = None
         if state is not None:
-            self._early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
+            notice: Notice[ContentSummary] = Notice()
+            stages = page_independent_stages(site, markdown, memo, notice.send)
+            self._early = EarlyStages(stages, markdown, memo, notice)
+            summary = notice.receive
         templates = None if changed is None else {key for key in changed if key.startswith("templates/")}
-        return _StageSetup(markdown, deps_index, memo, glob, templates)
+        return _StageSetup(markdown, deps_index, memo, glob, templates, summary)
 
     def _reuse_loaded(
         self, config: SiteConfig, state: State | None, inputs: Inputs, cache: LoadCache
@@ -749,6 +764,8 @@ class _StageSetup:
     glob: bytes
     changed_templates: set[str] | None
     """Templates changed since the previous build; None when unknown (another build or none)."""
+    summary_source: Callable[[], ContentSummary | None] | None = None
+    """The content summary from the search child (see :mod:`builder.content_summary`)."""
 
 
 def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:

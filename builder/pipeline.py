@@ -16,6 +16,7 @@ from builder.reconcile import Reconciliation, reconcile_rows
 
 if TYPE_CHECKING:
     from builder.content import Markdown
+    from builder.content_summary import ContentSummary
     from builder.forked import Forked
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
@@ -131,13 +132,29 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
 
 
 def page_independent_stages(
-    site: Site, markdown: Markdown, reuse: Reuse = no_reuse
+    site: Site,
+    markdown: Markdown,
+    reuse: Reuse = no_reuse,
+    announce: Callable[[ContentSummary], None] | None = None,
 ) -> list[tuple[str, Stage]]:
     """The stages of :func:`output_stages` that read no page, only the site and its markdown (the
-    engine starts them before the pages, in a forked child: same files, sooner)."""
-    from builder.search import search_files
+    engine starts them before the pages, in a forked child: same files, sooner). ``announce``: given
+    the content summary as soon as the search records are known (:mod:`builder.content_summary`)."""
+    from builder.search import SearchPlan, page_records, search_files
 
-    return [("search", lambda files: search_files(site, markdown, files, reuse))]
+    def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
+        plan = SearchPlan.of(page_records(site, markdown))
+        if announce is None:
+            return search_files(site, markdown, files, reuse, plan)
+
+        def summary() -> None:
+            from builder.content_summary import summarize
+
+            announce(summarize(site, markdown, plan))
+
+        return search_files(site, markdown, files, reuse, plan, meanwhile=summary)
+
+    return [("search", search)]
 
 
 def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import jinja2
@@ -48,6 +48,9 @@ from builder.views import (
     row_anchors,
     rows_by_recipe,
 )
+
+if TYPE_CHECKING:
+    from builder.content_summary import ContentSummary
 
 Output = dict[str, bytes]
 
@@ -159,6 +162,21 @@ class RenderContext:
     """Node → hardware id, for the settings of charts and comparisons."""
     memo: PageMemo | None = None
     """Pages' template-independent values, kept across the preview's template-only rebuilds."""
+    summary_source: Callable[[], ContentSummary | None] | None = None
+    """Where :meth:`content_summary` comes from when worked out elsewhere (the search child); None
+    from it, or none given: computed here."""
+    _summary: ContentSummary | None = field(default=None, init=False, repr=False)
+
+    def content_summary(self) -> ContentSummary:
+        """What pages need of every body (:mod:`builder.content_summary`), worked out once."""
+        if self._summary is None:
+            summary = self.summary_source() if self.summary_source is not None else None
+            if summary is None:
+                from builder.content_summary import summarize
+
+                summary = summarize(self.site, self.markdown)
+            self._summary = summary
+        return self._summary
 
     def page(self, template: str, out_path: str, **values: Any) -> bytes:
         settings = self.site.config.settings
@@ -197,6 +215,7 @@ def make_context(
     markdown: Markdown | None = None,
     rows: Mapping[str, list[dict[str, Any]]] | None = None,
     memo: PageMemo | None = None,
+    summary_source: Callable[[], ContentSummary | None] | None = None,
 ) -> RenderContext:
     """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
     template edit), with the recipes it already converted. ``memo``: pages' values to keep (and
@@ -216,6 +235,7 @@ def make_context(
         comparisons=comparison_slugs(site),
         node_hw=node_hardware(site),
         memo=memo,
+        summary_source=summary_source,
     )
     if memo is not None:
         memo.bind(ctx)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -35,6 +35,7 @@ from builder.load import Site
 from builder.pagefind_service import IndexOptions, index_sets
 
 if TYPE_CHECKING:
+    from builder.content_summary import ContentSummary
     from builder.render import PageJob, RenderContext
 
 BUNDLE_DIR = "pagefind"
@@ -146,9 +147,9 @@ def records_digest(records: list[SearchRecord]) -> str:
     return hashlib.sha256(b"".join(chunks)).hexdigest()
 
 
-def fallback_path(records: list[SearchRecord], digest: str | None = None) -> str:
-    """Named by the records' hash (``digest``, when the caller has it), so a cached copy is never stale."""
-    return f"search/records.{(digest or records_digest(records))[:10]}.js"
+def fallback_path(records: list[SearchRecord]) -> str:
+    """Named by the records' hash, so a cached copy is never stale."""
+    return SearchPlan.of(records).fallback
 
 
 def _keep(rel: str) -> bool:
@@ -244,8 +245,49 @@ def shard_prefixes(records: list[SearchRecord]) -> list[str]:
     return [prefix_of[owner] for owner in owners]
 
 
+@dataclass(frozen=True)
+class SearchPlan:
+    """The records, cut into index shards, with their hashes: worked out once per build (the search
+    stage and the content summary both need them)."""
+
+    records: list[SearchRecord]
+    shards: dict[str, list[SearchRecord]]
+    """Bundle folder → its records, in record order."""
+    digests: dict[str, str]
+    """Bundle folder → :func:`records_digest` of its records."""
+    digest: str
+    """Hash of every record: of the shards' hashes (a shard's records are a function of the
+    records, and their order of the set of them)."""
+
+    @classmethod
+    def of(cls, records: list[SearchRecord]) -> SearchPlan:
+        shards: dict[str, list[SearchRecord]] = {}
+        for record, prefix in zip(records, shard_prefixes(records), strict=True):
+            shards.setdefault(prefix, []).append(record)
+        digests = {prefix: records_digest(shard) for prefix, shard in shards.items()}
+        whole = hashlib.sha256(b"shards\0")
+        for prefix in sorted(digests):
+            whole.update(f"{prefix}\0{digests[prefix]}\0".encode())
+        return cls(records, shards, digests, whole.hexdigest())
+
+    @property
+    def fallback(self) -> str:
+        """Path of the file-system fallback script."""
+        return f"search/records.{self.digest[:10]}.js"
+
+    @property
+    def extra_bundles(self) -> list[str]:
+        """Bundle folders besides ``pagefind/``, in shard order."""
+        return sorted((p for p in self.shards if p != BUNDLE_DIR), key=lambda p: int(p.rsplit("/", 1)[1]))
+
+
 def search_files(
-    site: Site, markdown: Markdown, rendered: Mapping[str, bytes], reuse: Reuse = no_reuse
+    site: Site,
+    markdown: Markdown,
+    rendered: Mapping[str, bytes],
+    reuse: Reuse = no_reuse,
+    plan: SearchPlan | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> dict[str, bytes]:
     """The Pagefind bundle(s) and the file-system fallback, all from the same records.
 
@@ -253,16 +295,18 @@ def search_files(
     for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
     out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. A shard's bundle is
     a pure function of its records, so a shard whose records did not change is reused.
+
+    ``meanwhile`` is called once, while Pagefind indexes when it has something to index (the
+    search child announces the content summary then).
     """
     del rendered  # the records come from content; kept for callers that pass the pages
-    records = page_records(site, markdown)
-    shards: dict[str, list[SearchRecord]] = {}
-    for record, prefix in zip(records, shard_prefixes(records), strict=True):
-        shards.setdefault(prefix, []).append(record)
+    if plan is None:
+        plan = SearchPlan.of(page_records(site, markdown))
+    records, shards = plan.records, plan.shards
     # Keyed by the records, not their stand-in pages: those are only made for shards to index (the
     # builder's code, hence how stand-ins are made, is part of every key).
     keys: dict[str, bytes | None] = {
-        prefix: f"pagefind\0{prefix}\0{records_digest(shard)}".encode() for prefix, shard in shards.items()
+        prefix: f"pagefind\0{prefix}\0{digest}".encode() for prefix, digest in plan.digests.items()
     }
     bundles: dict[str, dict[str, bytes]] = {}
     indexed: list[bool] = []
@@ -273,20 +317,23 @@ def search_files(
             reuse.many(keys, lambda missing: _pagefind_many({p: stand_ins(shards[p]) for p in missing}))
         )
 
-    digest = records_digest(records)
-    path = fallback_path(records, digest)
+    digest, path = plan.digest, plan.fallback
 
     def fallback() -> dict[str, bytes]:
         # The records changed, so some shard is indexed again: Pagefind runs (in its own processes)
         # while this thread writes the fallback.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="search") as pool:
             job = pool.submit(index_shards)
+            if meanwhile is not None:
+                meanwhile()
             script = fallback_script(records)
             job.result()
         return {path: script}
 
     files = dict(reuse(b"fallback\0" + digest.encode(), fallback))
     if not indexed:
+        if meanwhile is not None:
+            meanwhile()
         index_shards()
     for prefix in sorted(bundles):
         files.update(bundles[prefix])
@@ -305,20 +352,18 @@ def stand_ins(records: list[SearchRecord]) -> dict[str, bytes]:
     }
 
 
-def render_search_page(ctx: RenderContext) -> bytes:
-    records = page_records(ctx.site, ctx.markdown)
-    shards = sorted(
-        {p for p in shard_prefixes(records) if p != BUNDLE_DIR}, key=lambda p: int(p.rsplit("/", 1)[1])
-    )
+def render_search_page(ctx: RenderContext, summary: ContentSummary) -> bytes:
     return ctx.page(
         "search.html",
         SEARCH_PAGE,
-        fallback_records=fallback_path(records),
+        fallback_records=summary.search_fallback,
         bundle=f"{BUNDLE_DIR}/pagefind.js",
-        shards=[f"{p}/" for p in shards],
+        shards=list(summary.search_shards),
     )
 
 
 def search_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    page = deps.depends(lambda: render_search_page(ctx), deps.RECIPE_FILES, deps.CASE_STUDIES, deps.POSTS)
-    return [(SEARCH_PAGE, page)]
+    # The page shows the fallback's name and the shards, nothing else of the content.
+    summary = ctx.content_summary()
+    depends_on = deps.value("search", summary.search_fallback, *summary.search_shards)
+    return [(SEARCH_PAGE, deps.depends(lambda: render_search_page(ctx, summary), depends_on))]

@@ -225,3 +225,51 @@ def test_a_body_edit_re_renders_only_its_models_troubleshooting_page(
     assert report.ok
     assert rendered == ["Example/Other Model"]
     assert "troubleshooting/example-other-model/index.html" in report.written
+
+
+def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_summary_comes_from_the_child(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import builder.content_summary
+    import builder.search
+
+    root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
+    out = tmp_path / "out"
+    engine = IncrementalBuilder(load_config(root, out), workers=1)
+    assert engine.build(None).ok
+    search_page = (out / "search/index.html").read_bytes()
+    second = root / "content/recipes/second.md"
+    summarized_here: list[int] = []
+    real = builder.content_summary.summarize
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        summarized_here.append(os.getpid())  # the child's calls are not seen in this process
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(builder.content_summary, "summarize", spy)
+    second.write_text(second.read_text().replace("Synthetic recipe for", "A synthetic recipe, edited, for"))
+    report = engine.build({second})
+    assert report.ok
+    assert summarized_here == []
+    assert "recipes/second/index.html" in report.written
+    assert not [p for p in report.written if p.startswith("troubleshooting/")]
+    # The search records changed: the page names the new fallback file, which exists.
+    assert "search/index.html" in report.written
+    assert (out / "search/index.html").read_bytes() != search_page
+    fallback = BeautifulSoup((out / "search/index.html").read_text(), "html.parser").select_one("#search")
+    assert fallback is not None
+    assert (out / "search" / str(fallback["data-fallback"])).resolve().is_file()
+
+    second.write_text(second.read_text().replace("Lower `--max-model-len`.", "Lower it."))
+    report = engine.build({second})
+    assert report.ok
+    assert "troubleshooting/index.html" in report.written
+    page = _soup(out / "troubleshooting/index.html")
+    assert "Lower it." in page.get_text()
+
+    clean = tmp_path / "clean"
+    build(load_config(root, clean), cache=False)
+    for rel in ("troubleshooting/index.html", "search/index.html"):
+        assert (out / rel).read_bytes() == (clean / rel).read_bytes(), rel

@@ -11,7 +11,7 @@ import pytest
 import builder.load
 from builder.config import load_config
 from builder.errors import Problems
-from builder.forked import Forked
+from builder.forked import Forked, Notice
 from builder.loadcache import LoadCache
 from tests.conftest import SITES, SITES_INVALID
 
@@ -42,6 +42,48 @@ def test_cancel_leaves_no_child() -> None:
     # Its own child only: other tests' builds may leave theirs (the trash deleter) running a while.
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_notice_carries_a_value_the_child_sends_before_it_ends() -> None:
+    notice: Notice[dict[str, int]] = Notice()
+
+    def compute() -> int:
+        notice.send({"pid": os.getpid()})
+        return 7
+
+    forked = Forked(compute)
+    notice.forked()
+    sent = notice.receive()
+    assert sent is not None and sent["pid"] not in (0, os.getpid())
+    assert forked.result() == 7
+
+
+def test_a_notice_no_child_sent_is_none() -> None:
+    here: Notice[int] = Notice()
+    here.send(1)  # in the process that made it: nothing is sent
+    here.forked()
+    assert here.receive() is None
+
+    failed: Notice[int] = Notice()
+
+    def compute() -> int:
+        raise ValueError("before sending")
+
+    forked = Forked(compute)
+    failed.forked()
+    assert failed.receive() is None  # the child's end closed with it
+    with pytest.raises(ValueError, match="before sending"):
+        forked.result()
+
+
+def test_a_closed_notice_gives_back_its_pipe() -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    notice: Notice[int] = Notice()
+    assert len(os.listdir("/proc/self/fd")) == before + 2
+    notice.close()
+    notice.close()  # once is enough
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert notice.receive() is None
 
 
 def test_a_result_taken_on_a_thread_is_the_result() -> None:

@@ -1,0 +1,69 @@
+"""What page jobs must know of every content body, as one small value.
+
+The search page names the file-system fallback by a hash of every search record and lists the
+index shards; the troubleshooting pages list every question of every recipe. Knowing that means
+reading every body (its rendered markdown), which an edit build otherwise has no reason to do: the
+search stage does it anyway, in a forked child (:mod:`builder.early_stages`). So the child works
+this summary out first and sends it over (:class:`builder.forked.Notice`) while this process
+reconciles; it is computed here only when there is no such child (a first build, a failed fork).
+
+The FAQ's digest lets the troubleshooting pages depend on the questions rather than on every
+recipe file: a body edit that leaves the troubleshooting section alone does not re-render them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from builder.faq import faq_entries
+from builder.search import SearchPlan, page_records
+
+if TYPE_CHECKING:
+    from builder.content import Markdown
+    from builder.load import Site
+
+
+@dataclass(frozen=True)
+class ContentSummary:
+    search_fallback: str
+    """Path of the file-system fallback script (named by its records' hash)."""
+    search_shards: tuple[str, ...]
+    """Pagefind bundle folders besides ``pagefind/``, in shard order (``pagefind-shards/3/``)."""
+    faq_count: int
+    """Troubleshooting questions over all recipes."""
+    faq_models: dict[str, str]
+    """Base model → hash of its questions (their recipe, question, anchor and answer, in order), for
+    the models with at least one question, sorted."""
+    faq_digest: str
+    """Hash of every question in order."""
+
+
+def summarize(site: Site, markdown: Markdown, plan: SearchPlan | None = None) -> ContentSummary:
+    """The summary of ``site``'s bodies; ``plan``: the search records' when known."""
+    if plan is None:
+        # A first build renders every body here: in one batch, half in a forked child.
+        markdown.prerender((site.recipes[slug].doc.body for slug in sorted(site.recipes)), faq=True)
+        plan = SearchPlan.of(page_records(site, markdown))
+    entries = faq_entries(site, markdown)
+    everything = hashlib.sha256()
+    by_model: dict[str, Any] = {}
+    for entry in entries:
+        item = entry.item
+        model = entry.recipe.meta.model
+        hasher = by_model.get(model)
+        if hasher is None:
+            hasher = by_model[model] = hashlib.sha256()
+        for part in (entry.recipe.slug, item.question, item.anchor, item.answer_html, item.answer_text):
+            data = part.encode()
+            chunk = len(data).to_bytes(8, "little") + data
+            everything.update(chunk)
+            hasher.update(chunk)
+    return ContentSummary(
+        search_fallback=plan.fallback,
+        search_shards=tuple(f"{p}/" for p in plan.extra_bundles),
+        faq_count=len(entries),
+        faq_models={model: by_model[model].hexdigest() for model in sorted(by_model)},
+        faq_digest=everything.hexdigest(),
+    )
