@@ -25,7 +25,18 @@ _ESCAPES = (
 
 def dumps_for_script(value: Any, *, indent: int | None = None) -> str:
     """``json.dumps`` with keys sorted (stable output) and HTML-significant characters escaped."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=indent, allow_nan=False)
+    return _escaped(json.dumps(value, ensure_ascii=False, sort_keys=True, indent=indent, allow_nan=False))
+
+
+def dumps_compact_for_script(value: list[dict[str, str]]) -> str:
+    """:func:`dumps_for_script` without spaces, for megabytes of strings (the search fallback's
+    records): orjson takes a third of the time of ``json``."""
+    import orjson
+
+    return _escaped(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
+
+
+def _escaped(text: str) -> str:
     # str.replace per character, not str.translate: ten times faster on the megabytes of the
     # search fallback records.
     for char, escaped in _ESCAPES:

@@ -30,7 +30,7 @@ from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.errors import SearchIndexError
 from builder.faq import faq_entries
-from builder.jsonscript import dumps_for_script
+from builder.jsonscript import dumps_compact_for_script
 from builder.load import Site
 from builder.pagefind_service import IndexOptions, index_sets
 
@@ -127,7 +127,7 @@ def fallback_script(records: list[SearchRecord]) -> bytes:
         {"u": r.url, "t": r.title, "k": r.kind, "x": collapsed_prefix(r.text, FALLBACK_TEXT_CHARS)}
         for r in records
     ]
-    return b"window.SEARCH_RECORDS=" + dumps_for_script(data).encode("utf-8") + b";\n"
+    return b"window.SEARCH_RECORDS=" + dumps_compact_for_script(data).encode("utf-8") + b";\n"
 
 
 def records_digest(records: list[SearchRecord]) -> str:
@@ -215,10 +215,11 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
     return result
 
 
-SHARD_PAGES = 128
+SHARD_PAGES = 64
 """Pages (stand-ins) per Pagefind index: a big site's index is split so an edit re-indexes one shard.
-Each index has a fixed cost: on 1,020 pages 8 shards took 1.9 s of CPU, 16 took 2.5 s, 1 took 2.3 s
-(and could not use both cores)."""
+Pagefind takes ≈ 45 ms per index plus ≈ 2.4 ms per page: an edit's shard of 64 pages ≈ 0.2 s, of
+128 ≈ 0.35 s (on the search child's path, which an edit build waits for). Indexing all 1,020 pages
+took 2.5-2.7 s of CPU as 8 shards and as 16 alike (1.7 s on two cores); one index could not use both."""
 MAX_SHARDS = 32
 SHARDS_DIR = "pagefind-shards"
 

@@ -44,3 +44,13 @@ def test_any_json_value_round_trips_without_markup(value: object) -> None:
     text = dumps_for_script(value)
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text) == value
+
+
+def test_the_compact_form_means_the_same_and_escapes_the_same() -> None:
+    from builder.jsonscript import dumps_compact_for_script
+
+    value = [{"x": "</script><!-- & \u2028\u2029 é", "a": "b"}, {"k": ""}]
+    compact = dumps_compact_for_script(value)
+    assert json.loads(compact) == json.loads(dumps_for_script(value)) == value
+    assert not any(char in compact for char in "<>&\u2028\u2029")
+    assert compact.index('"a"') < compact.index('"x"')  # keys sorted
