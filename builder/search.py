@@ -131,11 +131,11 @@ def fallback_script(records: list[SearchRecord]) -> bytes:
 
 
 def records_digest(records: list[SearchRecord]) -> str:
-    """A hash of the records, hence of the fallback script made from them (cheaper than the script).
+    """A hash of the records (a shard's: :class:`SearchPlan`), cheaper than making what they give.
 
     The fields joined by NUL when none holds one (one join, no per-field encoding: every content
-    edit renders the search page, which needs this), else each prefixed with its length; the two
-    encodings are told apart by their first bytes."""
+    edit hashes every record), else each prefixed with its length; the two encodings are told apart
+    by their first bytes."""
     parts = [part for r in records for part in (r.url, r.title, r.kind, r.text)]
     joined = "\0".join(parts)
     if joined.count("\0") == max(len(parts) - 1, 0):
