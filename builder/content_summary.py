@@ -40,11 +40,16 @@ class ContentSummary:
     """Hash of every question in order."""
 
 
+def prerender_bodies(site: Site, markdown: Markdown) -> None:
+    """Render every recipe body not cached yet, in one batch (half in a forked child): a first build
+    needs them all before its pages (the render workers then find them cached)."""
+    markdown.prerender((site.recipes[slug].doc.body for slug in sorted(site.recipes)), faq=True)
+
+
 def summarize(site: Site, markdown: Markdown, plan: SearchPlan | None = None) -> ContentSummary:
     """The summary of ``site``'s bodies; ``plan``: the search records' when known."""
     if plan is None:
-        # A first build renders every body here: in one batch, half in a forked child.
-        markdown.prerender((site.recipes[slug].doc.body for slug in sorted(site.recipes)), faq=True)
+        prerender_bodies(site, markdown)
         plan = SearchPlan.of(page_records(site, markdown))
     entries = faq_entries(site, markdown)
     everything = hashlib.sha256()

@@ -273,3 +273,17 @@ def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_s
     build(load_config(root, clean), cache=False)
     for rel in ("troubleshooting/index.html", "search/index.html"):
         assert (out / rel).read_bytes() == (clean / rel).read_bytes(), rel
+
+
+def test_a_first_build_gives_the_same_pages_with_its_summary_worked_out_in_a_child(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import builder.incremental
+
+    root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
+    monkeypatch.setattr(builder.incremental, "SUMMARY_CHILD_RECIPES", 10**9)
+    build(load_config(root, tmp_path / "here"), cache=False)
+    monkeypatch.setattr(builder.incremental, "SUMMARY_CHILD_RECIPES", 0)
+    build(load_config(root, tmp_path / "child"), cache=False)
+    for rel in ("troubleshooting/index.html", "search/index.html", "recipes/second/index.html"):
+        assert (tmp_path / "here" / rel).read_bytes() == (tmp_path / "child" / rel).read_bytes(), rel
