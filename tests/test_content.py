@@ -61,3 +61,19 @@ def test_prerender_skips_cached_bodies_and_keeps_modes_apart(forks: list[int]) -
     plain = md.render(bodies[0], faq=False)
     assert plain.faq == () and first.faq != ()
     assert "Why is run 0 slow?" in plain.html
+
+
+def test_a_pickled_document_reads_its_front_matter_when_first_asked() -> None:
+    import pickle
+
+    from builder.content import split_document
+
+    doc = split_document("content/recipes/x.md", "---\ntitle: A\nmodel: b/c\n---\nThe body.\n")
+    restored = pickle.loads(pickle.dumps(doc))
+    assert "front" not in vars(restored)  # still bytes
+    assert restored.body == doc.body and restored.digest == doc.digest
+    assert restored.line_of(("model",)) == 3
+    assert "front" in vars(restored) and restored.front == doc.front
+    assert restored == doc
+    twice = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(doc))))  # bytes passed on unread
+    assert twice == doc
