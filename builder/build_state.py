@@ -96,23 +96,40 @@ def write_cache(path: Path, obj: Any) -> None:
 def read_cache(path: Path) -> Any:
     """The object stored at ``path``; None when there is none; :class:`CacheCorrupt` when unreadable."""
     try:
-        data = path.read_bytes()
+        data = read_mapped(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror}") from None
     head = len(MAGIC) + 4 + CHECKSUM_SIZE
-    if len(data) < head or not data.startswith(MAGIC):
-        raise CacheCorrupt(f"{path.name} is not a cache file")
-    if int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "little") != FORMAT:
-        raise CacheCorrupt(f"{path.name} is from another version of the builder")
-    digest, payload = data[len(MAGIC) + 4 : head], data[head:]
-    if checksum(payload) != digest:
-        raise CacheCorrupt(f"{path.name} fails its checksum")
-    try:
-        return pickle.loads(payload)
-    except Exception as exc:  # a checksum-valid file from a different code shape
-        raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
+    with data:
+        if len(data) < head or data[: len(MAGIC)] != MAGIC:
+            raise CacheCorrupt(f"{path.name} is not a cache file")
+        if int.from_bytes(data[len(MAGIC) : len(MAGIC) + 4], "little") != FORMAT:
+            raise CacheCorrupt(f"{path.name} is from another version of the builder")
+        digest, payload = bytes(data[len(MAGIC) + 4 : head]), data[head:]
+        try:
+            if checksum(payload) != digest:
+                raise CacheCorrupt(f"{path.name} fails its checksum")
+            try:
+                return pickle.loads(payload)
+            except Exception as exc:  # a checksum-valid file from a different code shape
+                raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
+        finally:
+            payload.release()
+
+
+def read_mapped(path: Path) -> memoryview:
+    """The file's bytes, mapped rather than copied into memory (an edit build reads ≈ 50 MB of
+    record: copying it cost more than checking it). Release the view (``with``) when done; an
+    empty file gives an empty view."""
+    import mmap
+
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size == 0:
+            return memoryview(b"")
+        return memoryview(mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ))
 
 
 # --------------------------------------------------------------------------------------------------

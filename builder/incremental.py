@@ -706,13 +706,15 @@ class IncrementalBuilder:
         import pyarrow as pa
 
         try:
-            data = path.read_bytes()
-        except OSError:
+            # Mapped, not read: the table's buffers stay in the file's pages (the file is only ever
+            # replaced, never written into, so they stay valid).
+            data = pa.memory_map(str(path)).read_buffer()
+        except (OSError, pa.ArrowException):
             raise CacheCorrupt("rows.arrow is missing") from None
-        if checksum(data) != digest:
+        if checksum(memoryview(data)) != digest:
             raise CacheCorrupt("rows.arrow fails its checksum")
         try:
-            return pa.ipc.open_file(pa.py_buffer(data)).read_all()
+            return pa.ipc.open_file(data).read_all()
         except pa.ArrowInvalid as exc:
             raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None
 
