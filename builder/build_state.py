@@ -89,7 +89,8 @@ def write_cache(path: Path, obj: Any) -> None:
     digest = checksum(payload)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:
-        handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest + payload)
+        handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest)
+        handle.write(payload)  # not joined to the header: that copied megabytes
     os.replace(tmp, path)
 
 
