@@ -15,7 +15,7 @@ keys: the incremental engine drops the whole load cache, this memo with it, when
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
 from builder.findings import Finding, StaleFindings, detach_findings, find_non_reproduction, restore_findings
@@ -32,39 +32,53 @@ Stored = dict[str, tuple[bytes, bytes]]
 """Recipe slug → (key, pickled detached findings)."""
 
 
-def recipe_keys(site: Site, row_entries: Mapping[str, RowEntry]) -> dict[str, bytes]:
-    """Each recipe's key: everything its findings are computed from (see the module docstring)."""
+def recipe_keys(
+    site: Site,
+    row_entries: Mapping[str, RowEntry],
+    earlier: Mapping[str, bytes] | None = None,
+    changed: Collection[str] | None = None,
+) -> dict[str, bytes]:
+    """Each recipe's key: everything its findings are computed from (see the module docstring).
+
+    ``earlier``: the keys of the build that stored the memo, and ``changed``: the input files
+    changed since (both known, and no file under ``data/`` among them): a recipe whose file did
+    not change keeps its key without hashing (an edit build hashes only what it edited)."""
     from builder.depindex import digest_parts
 
+    keys: dict[str, bytes] = {}
+    todo: list[str] = []
+    reuse = earlier is not None and changed is not None and not any(k.startswith("data/") for k in changed)
+    for slug, recipe in site.recipes.items():
+        key = earlier.get(slug) if reuse and earlier is not None else None
+        if key is not None and changed is not None and recipe.doc.rel not in changed:
+            keys[slug] = key
+        else:
+            todo.append(slug)
+    if not todo:
+        return keys
     nodes = digest_parts(*(f"{node}\0{site.nodes[node].hardware}" for node in sorted(site.nodes)))
     files: dict[str, list[bytes | str]] = {}
     for rel in sorted(row_entries):
         entry = row_entries[rel]
         for slug in entry.recipes:
             files.setdefault(slug, []).extend((rel, entry.kind, entry.digest))
-    keys: dict[str, bytes] = {}
-    for slug, recipe in site.recipes.items():
-        meta = recipe.meta
+    for slug in todo:
+        meta = site.recipes[slug].meta
         fields = repr((meta.engine, meta.engine_version, meta.hardware, meta.flags, sorted(meta.env.items())))
         keys[slug] = digest_parts(slug, fields, nodes, *files.get(slug, ()))
     return keys
 
 
-def statuses_key(site: Site, row_entries: Mapping[str, RowEntry]) -> bytes:
-    """What every row's status is computed from: every row file in order (their rows, their ids),
-    every recipe's reconciled front matter fields and the node → hardware map."""
+def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes]) -> bytes:
+    """What every row's status is computed from: every row file in order (their rows, their ids)
+    and every recipe's key (its reconciled front matter fields, the node → hardware map)."""
     from builder.depindex import digest_parts
 
     parts: list[bytes | str] = []
     for rel, entry in row_entries.items():  # in row order
         parts += [rel, entry.kind, entry.digest]
-    for slug in sorted(site.recipes):
-        meta = site.recipes[slug].meta
-        parts += [
-            slug,
-            repr((meta.engine, meta.engine_version, meta.hardware, meta.flags, sorted(meta.env.items()))),
-        ]
-    parts += [f"{node}\0{site.nodes[node].hardware}" for node in sorted(site.nodes)]
+    for slug in sorted(keys):
+        parts += [slug, keys[slug]]
     return digest_parts("statuses", *parts)
 
 

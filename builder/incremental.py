@@ -329,6 +329,7 @@ class IncrementalBuilder:
         reused = self._reuse_loaded(config, state, inputs, cache)
         if not reused:
             cache.scanned = {k: v for k, v in inputs.digests.items() if k.startswith("data/rows/")}
+            cache.changed = changed_inputs(inputs, state.inputs) if state is not None else None
         setups: list[_StageSetup] = []
 
         def setup(site: Site) -> None:

@@ -92,6 +92,9 @@ class LoadCache:
     """Content hashes of the row files (by ``data/rows/…`` path) from the build's own scan of its
     inputs, when it made one just before loading: the load then reads only the files that changed.
     Consumed by the load (reset to None), so it never outlives that scan."""
+    changed: set[str] | None = None
+    """Input files changed since the build that stored this cache, when the engine knows (set just
+    before a load, consumed by it): findings keys of unchanged recipes are kept, not hashed."""
     unsettled: Callable[[], None] | None = None
     """Stores what the last load computed but did not store yet into :attr:`findings`
     (:meth:`builder.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""

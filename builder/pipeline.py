@@ -92,12 +92,10 @@ def load_and_reconcile(
         from builder.findings_memo import FindingsMemo, recipe_keys, statuses_key
 
         entries = cache.rows.entries
-        memo = FindingsMemo(
-            cache.findings,
-            recipe_keys(site, entries),
-            cache.statuses,
-            statuses_key(site, entries),
-        )
+        changed, cache.changed = cache.changed, None
+        earlier = {slug: key for slug, (key, _) in cache.findings.items()}
+        keys = recipe_keys(site, entries, earlier, changed)
+        memo = FindingsMemo(cache.findings, keys, cache.statuses, statuses_key(entries, keys))
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     if cache is not None and memo is not None:
         cache.unsettled = memo.settle  # when the record is saved, if it is

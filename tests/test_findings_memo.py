@@ -199,3 +199,41 @@ def test_computed_findings_are_stored_when_the_cache_settles(site: Path) -> None
     stored = dict(cache.findings)
     cache.settle()  # once
     assert cache.findings == stored
+
+
+def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Path) -> None:
+    from builder.errors import Problems
+    from builder.findings_memo import recipe_keys
+    from builder.load import load_site
+
+    cache = LoadCache()
+    loaded = load_site(load_config(site), Problems(), cache=cache)
+    entries = cache.rows.entries
+    fresh = recipe_keys(loaded, entries)
+    edited = loaded.recipes[SLUGS[1]].doc.rel
+    planted = {slug: f"earlier {slug}".encode() for slug in fresh}  # not what hashing gives
+
+    kept = recipe_keys(loaded, entries, planted, {edited})
+    assert kept == {**planted, SLUGS[1]: fresh[SLUGS[1]]}
+    # A row file or the nodes changed: every key is hashed again.
+    assert recipe_keys(loaded, entries, planted, {edited, "data/nodes.yaml"}) == fresh
+    assert recipe_keys(loaded, entries, planted, None) == fresh
+    assert recipe_keys(loaded, entries, {}, {edited}) == fresh
+
+
+def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
+    from builder.findings_memo import recipe_keys
+
+    engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
+    assert engine.build(None).ok
+    recipe = site / "content" / "recipes" / f"{SLUGS[2]}.md"
+    recipe.write_text(recipe.read_text().replace("engine_version:", "engine_version: '9.9.9'\nx_old:", 1))
+    recipe.write_text(re.sub(r"^x_old:.*\n", "", recipe.read_text(), flags=re.M))
+    assert engine.build({recipe}).ok
+    cache = engine._cache
+    assert cache is not None
+    loaded = load_and_reconcile(load_config(site))
+    assert loaded.recon is not None
+    assert {slug: key for slug, (key, _) in cache.findings.items()} == recipe_keys(
+        loaded.site, cache.rows.entries
+    )
