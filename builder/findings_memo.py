@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from builder.reconcile import RowStatus
     from builder.run_groups import Combinations
 
-Stored = dict[str, tuple[bytes, bytes]]
-"""Recipe slug → (key, pickled detached findings)."""
+Stored = dict[str, tuple[bytes, bytes, int]]
+"""Recipe slug → (key, pickled detached findings, how many)."""
 
 
 def recipe_keys(
@@ -117,37 +117,28 @@ class FindingsMemo:
         if self.status_key is not None:
             self.kept_statuses[self.status_key] = pickle.dumps((kinds, kind_of_row), pickle.HIGHEST_PROTOCOL)
 
-    def findings(self, site: Site, combos: Combinations | None) -> list[Finding]:
-        """Every finding of the site, in :func:`find_non_reproduction`'s order, unannotated."""
+    def findings(self, site: Site, combos: Combinations | None) -> SiteFindings:
+        """Every finding of the site, unannotated: computed now for the recipes whose key changed,
+        restored when first asked for the others (:class:`SiteFindings`)."""
         slugs = sorted(site.recipes)
         reusable = [
             slug for slug in slugs if slug in self.stored and self.stored[slug][0] == self.keys.get(slug)
         ]
-        restored = self._restore(reusable, site)
-        missing = {slug for slug in slugs if slug not in restored}
+        kept = {slug: self.stored[slug] for slug in reusable}
+        missing = [slug for slug in slugs if slug not in kept]
         computed: dict[str, list[Finding]] = {slug: [] for slug in missing}
         fresh: list[Finding] = []
         if missing:
             # Every recipe missing (a first build): the whole site at once, no filtering by recipe.
-            fresh = find_non_reproduction(site, combos, recipes=missing if restored else None)
+            fresh = find_non_reproduction(site, combos, recipes=set(missing) if kept else None)
             for finding in fresh:
                 computed[finding.recipe].append(finding)
-        stored: Stored = {}
-        pending: dict[str, bytes] = {}
-        for slug in slugs:
-            key = self.keys.get(slug)
-            if key is None:
-                continue
-            if slug in restored:
-                stored[slug] = self.stored[slug]
-            else:
-                pending[slug] = key
+        pending = {slug: self.keys[slug] for slug in missing if slug in self.keys}
         self.stored.clear()
-        self.stored.update(stored)
-        self.computed = missing
+        self.stored.update(kept)
+        self.computed = set(missing)
         self._pending = (site, fresh, pending) if pending else None  # stored by settle()
-        # Recipes are the findings' first sort key: per recipe in name order is the site's order.
-        return [f for slug in slugs for f in (restored[slug] if slug in restored else computed[slug])]
+        return SiteFindings(self, site, combos, slugs, computed, kept)
 
     def settle(self) -> None:
         """Store the findings :meth:`findings` computed, detached from the site and pickled (once).
@@ -167,23 +158,86 @@ class FindingsMemo:
         except Exception:  # noqa: BLE001 - not stored: computed again next build
             return
         for slug, key in pending.items():
-            self.stored[slug] = (key, pickle.dumps(detached[slug], pickle.HIGHEST_PROTOCOL))
+            found = detached[slug]
+            self.stored[slug] = (key, pickle.dumps(found, pickle.HIGHEST_PROTOCOL), len(found))
 
-    def _restore(self, slugs: list[str], site: Site) -> dict[str, list[Finding]]:
-        """The stored findings of ``slugs`` bound to ``site``; a recipe that cannot be is left out."""
-        try:
-            detached = {slug: pickle.loads(self.stored[slug][1]) for slug in slugs}
-            # One pass over them all: locating rows needs an index of the site's row files.
-            flat = restore_findings([f for slug in slugs for f in detached[slug]], site)
-        except (StaleFindings, pickle.UnpicklingError, AttributeError, TypeError, ValueError, KeyError):
-            if len(slugs) <= 1:
-                return {}
-            return {  # find the recipe at fault (a key should have caught it)
-                slug: found
-                for part in (slugs[: len(slugs) // 2], slugs[len(slugs) // 2 :])
-                for slug, found in self._restore(part, site).items()
-            }
-        out: dict[str, list[Finding]] = {slug: [] for slug in slugs}
-        for finding in flat:
-            out[finding.recipe].append(finding)
-        return out
+    def forget(self, slug: str) -> None:
+        """Drop a recipe's kept findings (they could not be restored): the next build computes them."""
+        self.stored.pop(slug, None)
+        self.computed.add(slug)
+
+
+def restore(kept: Stored, slugs: list[str], site: Site) -> dict[str, list[Finding]]:
+    """The kept findings of ``slugs`` bound to ``site``; a recipe that cannot be is left out."""
+    try:
+        detached = {slug: pickle.loads(kept[slug][1]) for slug in slugs}
+        # One pass over them all: locating rows needs an index of the site's row files.
+        flat = restore_findings([f for slug in slugs for f in detached[slug]], site)
+    except (StaleFindings, pickle.UnpicklingError, AttributeError, TypeError, ValueError, KeyError):
+        if len(slugs) <= 1:
+            return {}
+        return {  # find the recipe at fault (a key should have caught it)
+            slug: found
+            for part in (slugs[: len(slugs) // 2], slugs[len(slugs) // 2 :])
+            for slug, found in restore(kept, part, site).items()
+        }
+    out: dict[str, list[Finding]] = {slug: [] for slug in slugs}
+    for finding in flat:
+        out[finding.recipe].append(finding)
+    return out
+
+
+class SiteFindings:
+    """The site's findings by recipe: those computed this build in hand, the kept ones restored
+    (unpickled and bound to this build's rows) when first asked for. An edit build's pages ask
+    for a few recipes' findings; restoring all 1,000 took ≈ 0.08 s. The same objects are handed
+    out every time (annotations are attached to them)."""
+
+    def __init__(
+        self,
+        memo: FindingsMemo,
+        site: Site,
+        combos: Combinations | None,
+        slugs: list[str],
+        computed: dict[str, list[Finding]],
+        kept: Stored,
+    ) -> None:
+        self._memo, self._site, self._combos, self._slugs = memo, site, combos, slugs
+        self._done = computed
+        self._kept = kept  # its own: the memo's entries change with the next build
+
+    def of(self, slug: str) -> list[Finding]:
+        """The recipe's findings (not a copy)."""
+        found = self._done.get(slug)
+        if found is None:
+            if slug not in self._kept:
+                return []
+            self._take([slug])
+            found = self._done[slug]
+        return found
+
+    def all(self) -> list[Finding]:
+        """Every finding, recipes in name order (their findings' first sort key: the site's order)."""
+        self._take([slug for slug in self._slugs if slug not in self._done])
+        return [f for slug in self._slugs for f in self._done[slug]]
+
+    def open_recipe_count(self) -> int:
+        """Recipes with a finding no annotation took (one never restored has no annotation)."""
+        return sum(
+            1
+            for slug in self._slugs
+            if (any(f.is_open for f in self._done[slug]) if slug in self._done else self._kept[slug][2] > 0)
+        )
+
+    def _take(self, slugs: list[str]) -> None:
+        if not slugs:
+            return
+        restored = restore(self._kept, slugs, self._site)
+        failed = [slug for slug in slugs if slug not in restored]
+        if failed:  # a key should have caught it: computed here, and no longer kept
+            for slug in failed:
+                restored[slug] = []
+                self._memo.forget(slug)
+            for finding in find_non_reproduction(self._site, self._combos, recipes=set(failed)):
+                restored[finding.recipe].append(finding)
+        self._done.update(restored)

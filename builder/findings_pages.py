@@ -132,7 +132,7 @@ def _summaries(ctx: RenderContext, groups: list[tuple[str, list[Finding]]]) -> l
 
 
 def findings_page_count(ctx: RenderContext) -> int:
-    return max(1, -(-len(_by_recipe(ctx, True)) // RECIPES_PER_PAGE))
+    return max(1, -(-ctx.recon.open_recipe_count() // RECIPES_PER_PAGE))
 
 
 def findings_page_path(number: int) -> str:

@@ -798,7 +798,7 @@ def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | No
         frozenset(cache.pages),
         frozenset(markdown),
         tuple(cache.rows.entries),
-        frozenset((slug, key) for slug, (key, _) in cache.findings.items()),
+        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
         frozenset(cache.statuses),
         code,
     )

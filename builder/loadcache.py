@@ -84,7 +84,7 @@ class LoadCache:
     parsed_strings: dict[tuple[str, str], str | None] = field(default_factory=dict)
     """(column, flags or env string) → parse error or None."""
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
-    findings: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)
+    findings: dict[str, tuple[bytes, bytes, int]] = field(default_factory=dict)
     """Each recipe's findings of the last build, by its key (:mod:`builder.findings_memo`)."""
     statuses: dict[bytes, bytes] = field(default_factory=dict)
     """The last build's row statuses, by :func:`builder.findings_memo.statuses_key` (one entry)."""

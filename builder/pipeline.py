@@ -93,7 +93,7 @@ def load_and_reconcile(
 
         entries = cache.rows.entries
         changed, cache.changed = cache.changed, None
-        earlier = {slug: key for slug, (key, _) in cache.findings.items()}
+        earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
         keys = recipe_keys(site, entries, earlier, changed)
         memo = FindingsMemo(cache.findings, keys, cache.statuses, statuses_key(entries, keys))
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))

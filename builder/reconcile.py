@@ -31,7 +31,7 @@ from builder.load import Recipe, Site
 from builder.run_groups import Combinations, combinations
 
 if TYPE_CHECKING:
-    from builder.findings_memo import FindingsMemo
+    from builder.findings_memo import FindingsMemo, SiteFindings
 
 MATCHES = "matches"
 DIFFERS = "differs"
@@ -73,10 +73,23 @@ class Reconciliation:
     """The distinct statuses, one per combination of recorded metadata."""
     kind_of_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     """``row_id`` → index into :attr:`kinds` (rows are many, combinations few)."""
-    findings: list[Finding] = field(default_factory=list)
-    """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
     statuses: dict[int, RowStatus] = field(default_factory=dict)
     """Statuses set one by one (tests, hand-made reconciliations); they take precedence."""
+    source: SiteFindings | None = field(default=None, repr=False, compare=False)
+    """Where the findings come from when an earlier build kept them (restored recipe by recipe,
+    as pages ask: :mod:`builder.findings_memo`); None: :attr:`findings` as set."""
+    _findings: list[Finding] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
+        if self._findings is None:
+            self._findings = self.source.all() if self.source is not None else []
+        return self._findings
+
+    @findings.setter
+    def findings(self, value: list[Finding]) -> None:
+        self._findings = value
 
     def status(self, row_id: int) -> RowStatus:
         if self.statuses:
@@ -91,6 +104,8 @@ class Reconciliation:
     """Findings by recipe, with the list (held, so its identity stays unique) and length it indexes."""
 
     def findings_for(self, recipe: str) -> list[Finding]:
+        if self._findings is None and self.source is not None:
+            return list(self.source.of(recipe))  # no need to restore the others
         # Pages ask once per recipe; a scan of every finding each time is quadratic at scale.
         cached = self._findings_index
         if cached is None or cached[0] is not self.findings or cached[1] != len(self.findings):
@@ -99,6 +114,12 @@ class Reconciliation:
                 index.setdefault(finding.recipe, []).append(finding)
             cached = self._findings_index = (self.findings, len(self.findings), index)
         return list(cached[2].get(recipe, ()))
+
+    def open_recipe_count(self) -> int:
+        """How many recipes have a finding no curator has annotated yet."""
+        if self._findings is None and self.source is not None:
+            return self.source.open_recipe_count()
+        return len({f.recipe for f in self.findings if f.is_open})
 
     @property
     def open_findings(self) -> list[Finding]:
@@ -210,10 +231,16 @@ def reconcile_rows(
         if memo is not None:
             memo.keep_statuses(kinds_list, kind_of_row)
     result = Reconciliation(kinds_list, kind_of_row)
-    result.findings = find_non_reproduction(site, combos) if memo is None else memo.findings(site, combos)
+    if memo is None:
+        result.findings = find_non_reproduction(site, combos)
+    else:
+        result.source = memo.findings(site, combos)
     if annotations:
         collected = problems if problems is not None else Problems()
-        attach_annotations(result.findings, annotations, collected)
+        # An annotation selects findings of its recipe only: those recipes' findings, in the
+        # site's order (by recipe first), are all it needs.
+        named = sorted({note.entry.recipe for note in annotations})
+        attach_annotations([f for slug in named for f in result.findings_for(slug)], annotations, collected)
         if problems is None:
             collected.raise_if_any()
     return result

@@ -167,8 +167,8 @@ def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: 
     # used (control) or discarded (the point) can tell.
     load_path = state_dir(site, out) / "load.pickle"
     cache, *rest = read_cache(load_path)
-    key, _ = cache.findings[SLUGS[0]]
-    cache.findings[SLUGS[0]] = (key, pickle.dumps([]))
+    key, *_ = cache.findings[SLUGS[0]]
+    cache.findings[SLUGS[0]] = (key, pickle.dumps([]), 0)
     write_cache(load_path, (cache, *rest))
     post = next((site / "content" / "posts").glob("*.md"))
     expected = clean(site)
@@ -234,6 +234,39 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
     assert cache is not None
     loaded = load_and_reconcile(load_config(site))
     assert loaded.recon is not None
-    assert {slug: key for slug, (key, _) in cache.findings.items()} == recipe_keys(
+    assert {slug: kept[0] for slug, kept in cache.findings.items()} == recipe_keys(
         loaded.site, cache.rows.entries
     )
+
+
+def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder import findings_memo
+
+    expected = load_and_reconcile(load_config(site))
+    assert expected.recon is not None
+    cache = LoadCache()
+    load_and_reconcile(load_config(site), cache=cache)
+    cache.settle()
+    asked: list[list[str]] = []
+    real = findings_memo.restore
+
+    def spy(kept: Any, slugs: list[str], site_: Any) -> Any:
+        asked.append(list(slugs))
+        return real(kept, slugs, site_)
+
+    monkeypatch.setattr(findings_memo, "restore", spy)
+    loaded = load_and_reconcile(load_config(site), cache=cache)
+    recon = loaded.recon
+    assert recon is not None and recon.source is not None
+    assert asked == []  # nothing restored by the load
+    assert recon.open_recipe_count() == expected.recon.open_recipe_count() > 0
+    assert asked == []  # counted from the memo
+    first = recon.findings_for(SLUGS[0])
+    assert asked == [[SLUGS[0]]]
+    assert [f.as_json() for f in first] == [f.as_json() for f in expected.recon.findings_for(SLUGS[0])]
+    assert recon.findings_for(SLUGS[0])[0] is first[0]  # the same objects again
+    assert [f.as_json() for f in recon.findings] == [f.as_json() for f in expected.recon.findings]
+    assert asked == [[SLUGS[0]], SLUGS[1:]]
+    assert recon.findings[0] is first[0]
