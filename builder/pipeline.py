@@ -95,7 +95,12 @@ def load_and_reconcile(
         changed, cache.changed = cache.changed, None
         earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
         keys = recipe_keys(site, entries, earlier, changed)
-        memo = FindingsMemo(cache.findings, keys, cache.statuses, statuses_key(entries, keys))
+        same = changed is not None and keys == earlier and not any(k.startswith("data/") for k in changed)
+        # No row file and no recipe's key changed: the kept statuses' key is still theirs.
+        status_key = next(iter(cache.statuses)) if same and len(cache.statuses) == 1 else None
+        if status_key is None:
+            status_key = statuses_key(entries, keys)
+        memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
     recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     if cache is not None and memo is not None:
         cache.unsettled = memo.settle  # when the record is saved, if it is
