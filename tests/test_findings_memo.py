@@ -270,3 +270,24 @@ def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
     assert [f.as_json() for f in recon.findings] == [f.as_json() for f in expected.recon.findings]
     assert asked == [[SLUGS[0]], SLUGS[1:]]
     assert recon.findings[0] is first[0]
+
+
+def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder import findings_memo
+
+    engine = IncrementalBuilder(load_config(site, site / "site"), workers=1)
+    assert engine.build(None).ok
+    hashed: list[int] = []
+    real = findings_memo.statuses_key
+    monkeypatch.setattr(findings_memo, "statuses_key", lambda *a: hashed.append(1) or real(*a))
+    recipe = recipe_file(site, 1)
+    with recipe.open("a", encoding="utf-8") as handle:
+        handle.write("\nA synthetic edit of the body.\n")
+    assert engine.build({recipe}).ok
+    assert hashed == []
+    edit(recipe, r"^flags: .*$", "flags: '--max-model-len 2048'")
+    assert engine.build({recipe}).ok
+    assert hashed == [1]
+    assert summary(load_and_reconcile(load_config(site), cache=engine._cache)) == clean(site)
