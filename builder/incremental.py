@@ -328,7 +328,9 @@ class IncrementalBuilder:
         self._cache = cache
         reused = self._reuse_loaded(config, state, inputs, cache)
         if not reused:
-            cache.scanned = {k: v for k, v in inputs.digests.items() if k.startswith("data/rows/")}
+            cache.scanned = {
+                k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
+            }
             cache.changed = changed_inputs(inputs, state.inputs) if state is not None else None
         setups: list[_StageSetup] = []
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -179,11 +179,14 @@ def _load_pages(
     make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
     known: set[str] | None = None,
     cache: LoadCache | None = None,
+    scanned: Mapping[str, bytes] | None = None,
 ) -> dict[str, Page[M]]:
     """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not.
 
     ``make(problems)`` gives the function that turns a validated document into its page. With a
-    ``cache``, a file whose bytes are unchanged is not parsed again: its page and problems return.
+    ``cache``, a file whose bytes are unchanged is not parsed again: its page and problems return;
+    with ``scanned`` (content hashes by path, from the build's scan of its inputs) such a file is
+    not even read.
     """
     directory = root / "content" / folder
     pages: dict[str, Page[M]] = {}
@@ -203,10 +206,15 @@ def _load_pages(
                 f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
             )
             continue
-        data = path.read_bytes()
-        if cache is None:
-            page = _load_page(rel, slug, data, model, problems, make=make)
+        digest = scanned.get(rel) if scanned is not None else None
+        entry = cache.known_page(rel, digest) if cache is not None and digest is not None else None
+        if entry is not None:
+            page = entry.page
+            problems.errors.extend(entry.errors)
+        elif cache is None:
+            page = _load_page(rel, slug, path.read_bytes(), model, problems, make=make)
         else:
+            data = path.read_bytes()
             entry = cache.page(rel, data, functools.partial(_load_page, rel, slug, data, model, make=make))
             page = entry.page
             problems.errors.extend(entry.errors)
@@ -354,13 +362,17 @@ class _Content:
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
 
 
-def _load_content(root: Path, cache: LoadCache | None) -> _Content:
+def _load_content(
+    root: Path, cache: LoadCache | None, scanned: Mapping[str, bytes] | None = None
+) -> _Content:
     problems = Problems()
     recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
-        root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache
+        root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache, scanned=scanned
     )
-    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache)
-    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache)
+    case_studies = _load_pages(
+        root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache, scanned=scanned
+    )
+    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache, scanned=scanned)
     if cache is None:
         return _Content(recipes, case_studies, posts, problems)
     return _Content(recipes, case_studies, posts, problems, cache.pages, cache.used_pages)
@@ -414,7 +426,11 @@ def load_site(
     # there is much of it and nothing cached).
     names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
-    compute = functools.partial(_load_content, root, cache)
+    # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
+    scanned = cache.scanned if cache is not None else None
+    if cache is not None:
+        cache.scanned = None  # good for this load only
+    compute = functools.partial(_load_content, root, cache, scanned)
     if started is not None and cache is not None:
         started.cancel()
         raise ValueError("a content load started ahead is for a load without a cache")
@@ -429,10 +445,6 @@ def load_site(
     try:
         if content is None:
             loaded = compute()
-        # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
-        scanned = cache.scanned if cache is not None else None
-        if cache is not None:
-            cache.scanned = None  # good for this load only
         read = cache is not None and scanned is None  # else read only when parsed
         files = discover_row_files(root, read=read) + list(extra_row_files or [])
         con: duckdb.DuckDBPyConnection | None = None

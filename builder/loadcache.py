@@ -89,8 +89,9 @@ class LoadCache:
     statuses: dict[bytes, bytes] = field(default_factory=dict)
     """The last build's row statuses, by :func:`builder.findings_memo.statuses_key` (one entry)."""
     scanned: dict[str, bytes] | None = None
-    """Content hashes of the row files (by ``data/rows/…`` path) from the build's own scan of its
-    inputs, when it made one just before loading: the load then reads only the files that changed.
+    """Content hashes of the row files and content pages (by ``data/rows/…``, ``content/…`` path)
+    from the build's own scan of its inputs, when it made one just before loading: the load then
+    reads only the files that changed.
     Consumed by the load (reset to None), so it never outlives that scan."""
     changed: set[str] | None = None
     """Input files changed since the build that stored this cache, when the engine knows (set just
@@ -104,6 +105,15 @@ class LoadCache:
         unsettled, self.unsettled = self.unsettled, None
         if unsettled is not None:
             unsettled()
+
+    def known_page(self, rel: str, digest: bytes) -> PageEntry | None:
+        """The cached load of a content file by its content hash (as :func:`builder.inputs.scan_inputs`
+        gives it), or None: the file is then read and loaded with :meth:`page`."""
+        key = (rel, digest)
+        entry = self.pages.get(key)
+        if entry is not None:
+            self.used_pages.add(key)
+        return entry
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
         """The cached load of a content file, or ``load(problems)`` run now and remembered."""

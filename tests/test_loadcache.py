@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from builder.config import load_config
 from builder.errors import Problems
 from builder.load import load_site
@@ -42,3 +44,37 @@ def test_a_cached_row_file_keeps_its_plain_flag_and_lines(make_site: MakeSite) -
     assert first == clean and again == clean
     assert any(plain for plain, _ in clean.values())  # a quoted cell on one line is still plain
     assert clean["data/rows/tiny/2026-01-03-multi.csv"] == (False, [2, 4])
+
+
+def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
+    make_site: MakeSite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder.inputs import scan_inputs
+
+    root = make_site({})
+    config = load_config(root)
+    cache = LoadCache()
+    problems = Problems()
+    first = load_site(config, problems, cache=cache)
+    cache.prune()
+    edited = next(iter(sorted(first.recipes.values(), key=lambda r: r.slug)))
+    path = root / edited.doc.rel
+    path.write_text(path.read_text(encoding="utf-8") + "\nAn edit.\n", encoding="utf-8")
+    cache.scanned = dict(scan_inputs(config).digests)
+    read: list[str] = []
+    real = Path.read_bytes
+
+    def spy(self: Path) -> bytes:
+        if "content" in self.parts:
+            read.append(self.relative_to(root).as_posix())
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", spy)
+    again = load_site(config, Problems(), cache=cache)
+    assert read == [edited.doc.rel]
+    assert again.recipes[edited.slug].doc.body.endswith("An edit.\n")
+    assert {slug: r.meta for slug, r in again.recipes.items()} == {
+        slug: r.meta for slug, r in load_site(config, Problems()).recipes.items()
+    }
+    again.con.close()
+    first.con.close()
