@@ -51,13 +51,15 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
 ) -> None:
     from builder.inputs import scan_inputs
 
-    root = make_site({})
+    tiny = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
+    root = make_site({f"content/recipes/tiny-{n}.md": tiny for n in (2, 3)})
     config = load_config(root)
     cache = LoadCache()
     problems = Problems()
     first = load_site(config, problems, cache=cache)
     cache.prune()
-    edited = next(iter(sorted(first.recipes.values(), key=lambda r: r.slug)))
+    assert len(first.recipes) == 3
+    edited = first.recipes["tiny-2"]
     path = root / edited.doc.rel
     path.write_text(path.read_text(encoding="utf-8") + "\nAn edit.\n", encoding="utf-8")
     cache.scanned = dict(scan_inputs(config).digests)
