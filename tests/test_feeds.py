@@ -190,3 +190,31 @@ def test_sitemap_escapes_text_and_writes_an_empty_urlset() -> None:
     assert ET.fromstring(empty).tag == f"{S}urlset" and len(ET.fromstring(empty)) == 0
     urlset = ET.fromstring(sitemap("https://h/a&b/", ["recipes/x/index.html"], {}))
     assert [loc.text for loc in urlset.iter(f"{S}loc")] == ["https://h/a&b/recipes/x/"]
+
+
+def test_the_sitemap_is_kept_through_a_body_edit_and_made_again_for_a_new_page(
+    site_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import textwrap
+
+    from builder import toolkit
+    from builder.incremental import IncrementalBuilder
+
+    out = tmp_path / "out"
+    engine = IncrementalBuilder(load_config(site_root, out), workers=1)
+    assert engine.build(None).ok
+    dated: list[int] = []
+    real = toolkit.content_dates
+    monkeypatch.setattr(toolkit, "content_dates", lambda site: dated.append(1) or real(site))
+    recipe = site_root / "content/recipes/tiny.md"
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nA synthetic edit.\n", encoding="utf-8")
+    report = engine.build({recipe})
+    assert report.ok and "recipes/tiny/index.html" in report.written
+    assert dated == []
+    post = site_root / "content/posts/newer.md"
+    post.write_text(textwrap.dedent(OLDER).replace("2026-01-05", "2026-03-01"), encoding="utf-8")
+    report = engine.build({post})
+    assert report.ok and "sitemap.xml" in report.written and dated == [1]
+    clean = _build(site_root, tmp_path / "clean")
+    assert (out / "sitemap.xml").read_bytes() == (clean / "sitemap.xml").read_bytes()
+    assert f"{BASE}news/newer/" in (out / "sitemap.xml").read_text(encoding="utf-8")
