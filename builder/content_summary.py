@@ -43,7 +43,7 @@ class ContentSummary:
 def prerender_bodies(site: Site, markdown: Markdown) -> None:
     """Render every recipe body not cached yet, in one batch (half in a forked child): a first build
     needs them all before its pages (the render workers then find them cached)."""
-    markdown.prerender((site.recipes[slug].doc.body for slug in sorted(site.recipes)), faq=True)
+    markdown.prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
 
 
 def summarize(site: Site, markdown: Markdown, plan: SearchPlan | None = None) -> ContentSummary:

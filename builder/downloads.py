@@ -235,7 +235,7 @@ def recipe_document(
     base = site.config.settings.base_url
     recipe = site.recipes[slug]
     meta = recipe.meta
-    faq = markdown.render(recipe.doc.body, faq=True).faq
+    faq = markdown.render(recipe.doc, faq=True).faq
     return {
         "api_version": API_VERSION,
         "slug": slug,

@@ -72,7 +72,7 @@ def faq_entries(site: Site, markdown: Markdown, model: str | None = None) -> lis
         if model is not None and recipe.meta.model != model:
             continue
         # The markdown cache makes this free once the body was rendered (its page renders the same).
-        body = markdown.render(recipe.doc.body, faq=True)
+        body = markdown.render(recipe.doc, faq=True)
         entries.extend(FaqEntry(recipe, item) for item in body.faq)
     return entries
 

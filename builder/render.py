@@ -277,7 +277,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     values = {
         "recipe": recipe,
         "meta": recipe.meta,
-        "body": ctx.markdown.render(recipe.doc.body, faq=True),
+        "body": ctx.markdown.render(recipe.doc, faq=True),
         "rows": rows,
         **computed,
         "cases": ctx.cases_by_recipe.get(slug, []),
@@ -298,7 +298,7 @@ def render_case_study(ctx: RenderContext, slug: str) -> bytes:
         f"case-studies/{slug}/index.html",
         case=case,
         meta=case.meta,
-        body=ctx.markdown.render(case.doc.body),
+        body=ctx.markdown.render(case.doc),
         recipes=ctx.site.recipes,
         charts=case_charts(ctx.site, case.meta.arms, ctx.rows, ctx.recon, ctx.node_hw),
     )
@@ -331,7 +331,7 @@ def render_post(ctx: RenderContext, slug: str) -> bytes:
         f"news/{slug}/index.html",
         post=post,
         meta=post.meta,
-        body=ctx.markdown.render(post.doc.body),
+        body=ctx.markdown.render(post.doc),
     )
 
 

@@ -81,7 +81,7 @@ def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
     records: list[SearchRecord] = []
     for slug in sorted(site.recipes):
         meta = site.recipes[slug].meta
-        body = markdown.render(site.recipes[slug].doc.body, faq=True)
+        body = markdown.render(site.recipes[slug].doc, faq=True)
         text = " ".join(
             part
             for part in (meta.summary, meta.model, meta.checkpoint, meta.engine, meta.flags, body.text)
@@ -99,11 +99,11 @@ def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
     ]
     for slug in sorted(site.case_studies):
         case = site.case_studies[slug]
-        text = f"{case.meta.question} {case.meta.verdict} {markdown.render(case.doc.body).text}"
+        text = f"{case.meta.question} {case.meta.verdict} {markdown.render(case.doc).text}"
         records.append(SearchRecord(f"case-studies/{slug}/", case.meta.title, "Case study", text))
     for slug in sorted(site.posts):
         post = site.posts[slug]
-        text = f"{post.meta.summary} {markdown.render(post.doc.body).text}"
+        text = f"{post.meta.summary} {markdown.render(post.doc).text}"
         records.append(SearchRecord(f"news/{slug}/", post.meta.title, "News", text))
     return records
 

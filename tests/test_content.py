@@ -77,3 +77,16 @@ def test_a_pickled_document_reads_its_front_matter_when_first_asked() -> None:
     assert restored == doc
     twice = pickle.loads(pickle.dumps(pickle.loads(pickle.dumps(doc))))  # bytes passed on unread
     assert twice == doc
+
+
+def test_a_document_renders_under_the_key_its_body_has() -> None:
+    import pickle
+
+    from builder.content import markdown_key, split_document
+
+    doc = pickle.loads(pickle.dumps(split_document("content/x.md", "---\ntitle: A\n---\n# Hi\n\ntext\n")))
+    assert doc.body_keys == (markdown_key(doc.body, False), markdown_key(doc.body, True))
+    markdown = Markdown()
+    by_doc = markdown.render(doc, faq=True)
+    assert markdown.render(doc.body, faq=True) is by_doc  # one cache entry for both
+    assert markdown.cache == {doc.body_keys[True]: by_doc}
