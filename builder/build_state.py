@@ -84,7 +84,8 @@ def checksum(data: bytes | memoryview) -> bytes:
 CHECKSUM_SIZE = 4
 
 
-def write_cache(path: Path, obj: Any) -> None:
+def write_cache(path: Path, obj: Any) -> bytes:
+    """Store ``obj`` at ``path`` (atomically); return its payload's checksum."""
     payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     digest = checksum(payload)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -92,10 +93,17 @@ def write_cache(path: Path, obj: Any) -> None:
         handle.write(MAGIC + FORMAT.to_bytes(4, "little") + digest)
         handle.write(payload)  # not joined to the header: that copied megabytes
     os.replace(tmp, path)
+    return digest
 
 
 def read_cache(path: Path) -> Any:
     """The object stored at ``path``; None when there is none; :class:`CacheCorrupt` when unreadable."""
+    found = read_cache_checked(path)
+    return None if found is None else found[0]
+
+
+def read_cache_checked(path: Path) -> tuple[Any, bytes] | None:
+    """:func:`read_cache` with the payload's checksum (what :func:`write_cache` returned)."""
     try:
         data = read_mapped(path)
     except FileNotFoundError:
@@ -113,7 +121,7 @@ def read_cache(path: Path) -> Any:
             if checksum(payload) != digest:
                 raise CacheCorrupt(f"{path.name} fails its checksum")
             try:
-                return pickle.loads(payload)
+                return pickle.loads(payload), digest
             except Exception as exc:  # a checksum-valid file from a different code shape
                 raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
         finally:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder import loadstore
 from builder.build_state import (
     BuildReport,
     CacheCorrupt,
@@ -126,6 +127,8 @@ class IncrementalBuilder:
         self._saved_load: tuple[Any, ...] | None = None
         self._saved_typed: Any = None
         self._saved_rows_digest: bytes | None = None
+        self._base: loadstore.Base | None = None
+        """``load.pickle`` as on disk, for the next save to write a delta against."""
         self._page_blobs: dict[Any, bytes] = {}
         self._body_blobs: dict[Any, bytes] = {}
         """Each kept parse and rendered body as last pickled, by its content key: a save pickles
@@ -671,32 +674,23 @@ class IncrementalBuilder:
         folder = self._dir()
         try:
             state = state_read if state_read is not None else read_cache(folder / "state.pickle")
-            load = read_cache(folder / "load.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")
-            if state is None or load is None:
+            stored = loadstore.read(folder) if state is not None else None
+            if state is None or stored is None:
                 return
+            cache, code = stored.cache, stored.code
             try:
-                cache, page_blobs, body_blobs, rows_digest, code = load
-            except (TypeError, ValueError):
-                raise CacheCorrupt("load.pickle holds something else") from None
-            from builder.loadcache import LoadCache
-
-            if (
-                not isinstance(cache, LoadCache)
-                or not isinstance(page_blobs, dict)
-                or not isinstance(body_blobs, dict)
-            ):
-                raise CacheCorrupt("load.pickle holds something else")
-            try:
-                cache.pages = {key: pickle.loads(blob) for key, blob in page_blobs.items()}
-                markdown = {key: pickle.loads(blob) for key, blob in body_blobs.items()}
+                cache.pages = {key: pickle.loads(blob) for key, blob in stored.pages.items()}
+                markdown = {key: pickle.loads(blob) for key, blob in stored.bodies.items()}
             except Exception as exc:  # a checksum-valid file from a different code shape
                 raise CacheCorrupt(f"load.pickle cannot be loaded: {type(exc).__name__}") from None
-            self._page_blobs, self._body_blobs = page_blobs, body_blobs
-            cache.rows.typed = self._read_rows(folder / "rows.arrow", rows_digest)
+            self._page_blobs, self._body_blobs = stored.pages, stored.bodies
+            cache.rows.typed = self._read_rows(folder / "rows.arrow", stored.rows_digest)
+            stored.base.signature = loadstore.cache_signature(cache, code)
+            self._base = stored.base
             self._saved_load = _load_signature(cache, markdown, code)
-            self._saved_typed, self._saved_rows_digest = cache.rows.typed, rows_digest
+            self._saved_typed, self._saved_rows_digest = cache.rows.typed, stored.rows_digest
         except CacheCorrupt as exc:
             self._cache_note = f"build cache discarded ({exc}); built from scratch"
             self._discard(folder)
@@ -722,7 +716,7 @@ class IncrementalBuilder:
             raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None
 
     def _discard(self, folder: Path) -> None:
-        for name in ("state.pickle", "load.pickle", "rows.arrow"):
+        for name in ("state.pickle", loadstore.BASE, loadstore.DELTA, "rows.arrow"):
             try:
                 (folder / name).unlink()
             except OSError:
@@ -764,18 +758,15 @@ class IncrementalBuilder:
                     os.replace(tmp, folder / "rows.arrow")
                 page_blobs = _blobs(cache.pages, self._page_blobs)
                 body_blobs = _blobs(markdown, self._body_blobs)
-                (typed_saved, cache.rows.typed), (pages_saved, cache.pages) = (typed, None), (cache.pages, {})
-                try:
-                    payload = (cache, page_blobs, body_blobs, rows_digest, self._cache_code)
-                    write_cache(folder / "load.pickle", payload)
-                finally:
-                    cache.rows.typed, cache.pages = typed_saved, pages_saved
+                self._base = loadstore.write(
+                    folder, cache, page_blobs, body_blobs, rows_digest, self._cache_code, self._base
+                )
                 self._page_blobs, self._body_blobs = page_blobs, body_blobs
                 self._saved_load, self._saved_typed, self._saved_rows_digest = signature, typed, rows_digest
             # state.pickle last: it vouches for the others.
             write_cache(folder / "state.pickle", state)
         except OSError:
-            self._saved_load = None
+            self._saved_load = self._base = None
             self._discard(folder)
 
 

@@ -1,0 +1,154 @@
+"""The load cache on disk: ``load.pickle``, and beside it a delta of what changed since.
+
+``load.pickle`` holds the :class:`~builder.loadcache.LoadCache` (findings, statuses, row files'
+entries) and, as pickled blobs by key, every content page's parse and every rendered body. An edit
+changes one page and one body of 13.5 MB: rewriting it all took an edit build ≈ 0.05 s. So while
+the cache object is the one ``load.pickle`` holds (same rows, findings keys, statuses, builder
+code: :func:`cache_signature`), a build writes only ``load.delta.pickle``: the blobs added and the
+keys removed since ``load.pickle``, which it names by its checksum. Reading applies the delta when
+it names the ``load.pickle`` beside it, and ignores it otherwise. A cache that lags behind is only
+slower, never wrong (every entry is keyed by what it was made from), so a lost or stale delta costs
+time, not correctness. The delta is cumulative; past :data:`DELTA_SHARE` of the whole, the base is
+written again and the delta removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.build_state import CacheCorrupt, read_cache, read_cache_checked, write_cache
+
+if TYPE_CHECKING:
+    from builder.loadcache import LoadCache
+
+BASE = "load.pickle"
+DELTA = "load.delta.pickle"
+DELTA_SHARE = 0.25
+"""Above this share of the base's blob bytes, the delta gives way to a new base."""
+
+Blobs = dict[Any, bytes]
+
+
+@dataclass
+class Base:
+    """What ``load.pickle`` on disk holds, to write deltas against."""
+
+    digest: bytes
+    signature: tuple[Any, ...]
+    pages: Blobs
+    bodies: Blobs
+
+
+@dataclass
+class Loaded:
+    cache: LoadCache
+    pages: Blobs
+    """Page blobs, the delta applied."""
+    bodies: Blobs
+    rows_digest: bytes | None
+    code: bytes | None
+    base: Base
+
+
+def cache_signature(cache: LoadCache, code: bytes | None) -> tuple[Any, ...]:
+    """What the cache object holds besides the blobs, cheaply compared (not its memos of parsed
+    flags: missing ones are parsed again)."""
+    return (
+        id(cache.rows.typed),
+        tuple(cache.rows.entries),
+        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
+        frozenset(cache.statuses),
+        code,
+    )
+
+
+def read(folder: Path) -> Loaded | None:
+    """The stored load cache with its delta applied; None when there is none.
+
+    Raises :class:`CacheCorrupt` when ``load.pickle`` cannot be trusted; a bad delta is dropped."""
+    from builder.loadcache import LoadCache
+
+    found = read_cache_checked(folder / BASE)
+    if found is None:
+        return None
+    load, digest = found
+    try:
+        cache, pages, bodies, rows_digest, code = load
+    except (TypeError, ValueError):
+        raise CacheCorrupt("load.pickle holds something else") from None
+    if not isinstance(cache, LoadCache) or not isinstance(pages, dict) or not isinstance(bodies, dict):
+        raise CacheCorrupt("load.pickle holds something else")
+    base = Base(digest, (), pages, bodies)
+    merged_pages, merged_bodies = pages, bodies
+    delta = _read_delta(folder)
+    if delta is not None and delta[0] == digest:
+        _, page_add, page_gone, body_add, body_gone = delta
+        merged_pages = _applied(pages, page_add, page_gone)
+        merged_bodies = _applied(bodies, body_add, body_gone)
+    return Loaded(cache, merged_pages, merged_bodies, rows_digest, code, base)
+
+
+def write(
+    folder: Path,
+    cache: LoadCache,
+    pages: Blobs,
+    bodies: Blobs,
+    rows_digest: bytes | None,
+    code: bytes | None,
+    base: Base | None,
+) -> Base:
+    """Store the load cache: a delta against ``base`` when it can be, else a new base (returned).
+
+    ``cache`` is written without its pages and rows table (they are the blobs and ``rows.arrow``)."""
+    signature = cache_signature(cache, code)
+    if base is not None and base.signature == signature:
+        page_add, page_gone = _diff(base.pages, pages)
+        body_add, body_gone = _diff(base.bodies, bodies)
+        size = sum(map(len, page_add.values())) + sum(map(len, body_add.values()))
+        whole = sum(map(len, base.pages.values())) + sum(map(len, base.bodies.values()))
+        if size <= DELTA_SHARE * whole:
+            write_cache(folder / DELTA, (base.digest, page_add, page_gone, body_add, body_gone))
+            return base
+    typed, cache.rows.typed = cache.rows.typed, None
+    kept_pages, cache.pages = cache.pages, {}
+    try:
+        digest = write_cache(folder / BASE, (cache, pages, bodies, rows_digest, code))
+    finally:
+        cache.rows.typed, cache.pages = typed, kept_pages
+    discard_delta(folder)
+    return Base(digest, signature, pages, bodies)
+
+
+def discard_delta(folder: Path) -> None:
+    try:
+        (folder / DELTA).unlink()
+    except OSError:
+        pass
+
+
+def _read_delta(folder: Path) -> tuple[Any, ...] | None:
+    try:
+        delta = read_cache(folder / DELTA)
+    except CacheCorrupt:
+        discard_delta(folder)
+        return None
+    if not (isinstance(delta, tuple) and len(delta) == 5):
+        return None
+    return delta
+
+
+def _diff(base: Blobs, now: Blobs) -> tuple[Blobs, list[Any]]:
+    """(entries of ``now`` the base lacks, keys of the base ``now`` lacks); keys are content hashes,
+    so an entry never changes under its key."""
+    added = {key: now[key] for key in now.keys() - base.keys()}
+    return added, sorted(base.keys() - now.keys(), key=repr)
+
+
+def _applied(base: Blobs, added: Blobs, gone: list[Any]) -> Blobs:
+    merged = dict(base)
+    merged.update(added)
+    for key in gone:
+        merged.pop(key, None)
+    return merged
