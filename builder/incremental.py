@@ -274,6 +274,9 @@ class IncrementalBuilder:
         self.config = config = load_config(self.config.root, self.config.out, verbose=self.config.verbose)
         if scan is not None and (scan.folder != self._dir() or scan.templates != config.templates):
             scan = None  # made for another site or output
+        # The published site is checked against the record (thousands of lstat calls, which let go
+        # of the GIL) on a thread while this one unpickles the rest of the record.
+        walk = _Walk(config.out, scan.state) if scan is not None and scan.state is not None else None
         self._load_state(scan.state if scan is not None else None)
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
@@ -285,7 +288,14 @@ class IncrementalBuilder:
             inputs = rescan_paths(config, state.inputs, set(changed)) or scan_inputs(config, state.inputs)
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
-        damaged, extra = output_changes(config.out, state) if state is not None else (set(), set())
+        damaged: set[str]
+        extra: set[str]
+        if state is None:
+            damaged, extra = set(), set()
+        elif walk is not None and walk.state is state:
+            damaged, extra = walk.result()
+        else:
+            damaged, extra = output_changes(config.out, state)
         lap("scan")
         if state is not None and inputs.digests == state.inputs.digests and not damaged and not extra:
             from builder.output import remove_leftovers
@@ -849,6 +859,32 @@ def _blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, byte
         key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         for key, value in entries.items()
     }
+
+
+class _Walk:
+    """:func:`builder.build_state.output_changes` on a thread."""
+
+    def __init__(self, out: Path, state: State) -> None:
+        import threading
+
+        self.state = state
+        self._out: tuple[set[str], set[str]] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(out,), name="output-changes", daemon=True)
+        self._thread.start()
+
+    def _run(self, out: Path) -> None:
+        try:
+            self._out = output_changes(out, self.state)
+        except BaseException as exc:  # noqa: BLE001 - raised where the result is taken
+            self._error = exc
+
+    def result(self) -> tuple[set[str], set[str]]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out
 
 
 class _Linker:

@@ -277,38 +277,46 @@ class Staging:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
         self.spare = spare
         self._present: _Present | None = None
-        if spare is not None and (spare / MARKER).is_file():
-            self._present = self._take(spare)
+        self._unscanned = spare is not None and (spare / MARKER).is_file() and self._take(spare)
+        """The tree is the spare one, not listed yet (:meth:`_scanned`: on the linking thread)."""
         try:
             (self.path / STAGING_MARKER).write_bytes(b"")
         except OSError as exc:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
-        if self._present is not None:
-            self._present.files.pop(STAGING_MARKER, None)
         self.linked: set[str] = set()
         self._broken = False
 
-    def _take(self, spare: Path) -> _Present | None:
-        """Move the spare tree to :attr:`path` and list it; None (and an empty folder) if it cannot be."""
+    def _take(self, spare: Path) -> bool:
+        """Move the spare tree to :attr:`path`; False (and an empty folder) if it cannot be."""
         try:
             os.rmdir(self.path)
             os.rename(spare, self.path)
             (self.path / STAGING_MARKER).write_bytes(b"")  # from here on, a leftover if we die
-            return _scan_tree(self.path)
+            return True
         except OSError:
             shutil.rmtree(self.path, ignore_errors=True)
             self.path.mkdir(exist_ok=True)
-            return None
+            return False
+
+    def _scanned(self) -> _Present | None:
+        """What the reused tree holds, listed on first use (≈ 1,300 folders: 0.02–0.04 s of system
+        calls, done on the thread that links rather than before the pages render)."""
+        if self._unscanned:
+            self._unscanned = False
+            self._present = _scan_tree(self.path)
+            self._present.files.pop(STAGING_MARKER, None)
+        return self._present
 
     def link(self, reuse: Mapping[str, str | Path], inodes: Mapping[str, int] | None = None) -> None:
         """Hard-link ``reuse`` (output path → file of the previous output) into the tree now.
 
         ``inodes``: the inode of each of those files, for a reused tree to keep the links it has.
         A failure is not raised here: :meth:`publish` then starts the tree again, and reports it."""
-        if self._present is not None:
-            self._present.inodes = inodes or {}
         try:
-            _write_tree(self.path, {}, reuse, marker=False, present=self._present)
+            present = self._scanned()
+            if present is not None:
+                present.inodes = inodes or {}
+            _write_tree(self.path, {}, reuse, marker=False, present=present)
         except OSError:
             self._broken = True
         else:
@@ -328,6 +336,11 @@ class Staging:
         """Write ``files``, link the rest of ``reuse`` (what :meth:`link` did not), swap the tree in."""
         out, staging = self.out, self.path
         old: Path | None = None
+        if not self._broken:
+            try:
+                self._scanned()
+            except OSError:
+                self._broken = True
         if self._broken:  # linking early failed midway: everything again, in a fresh folder
             self._restart()
         try:
@@ -376,7 +389,7 @@ class Staging:
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
         (self.path / STAGING_MARKER).write_bytes(b"")
-        self.linked, self._present = set(), None
+        self.linked, self._present, self._unscanned = set(), None, False
 
     def _retire(self, old: Path, trash: Path | None) -> None:
         """The replaced site: kept as the next build's spare tree when there is a place for it,
