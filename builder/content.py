@@ -139,6 +139,7 @@ class RenderedBody:
 
     html: str
     text: str
+    """The body as plain words (code included, the FAQ left out), whitespace collapsed to single spaces."""
     headings: tuple[Heading, ...] = ()
     faq: tuple[FaqItem, ...] = field(default_factory=tuple)
 
@@ -255,7 +256,7 @@ class Markdown:
             main.append(token)
             index += 1
         html = self._md.renderer.render(main, self._md.options, {})
-        return RenderedBody(html, _plain(main), tuple(headings), tuple(faq_items))
+        return RenderedBody(html, " ".join(_plain(main).split()), tuple(headings), tuple(faq_items))
 
     def _collect_faq(self, tokens: list[Token], index: int, items: list[FaqItem], unique: Any) -> int:
         """Gather ``###`` questions until the next ``##`` or higher; return where to resume."""

@@ -7,14 +7,11 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from builder.config import load_config
 from builder.pipeline import build
 from builder.search import (
     SearchRecord,
-    collapsed_prefix,
     fallback_script,
     is_indexed_page,
     stand_in_html,
@@ -158,17 +155,6 @@ def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
     assert header is not None and header["action"] == "search/index.html" and header["method"] == "get"
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.text(
-        alphabet=st.sampled_from(list("ab \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000")), max_size=60
-    ),
-    st.integers(0, 30),
-)
-def test_collapsed_prefix_is_split_join_cut(text: str, limit: int) -> None:
-    assert collapsed_prefix(text, limit) == " ".join(text.split())[:limit]
-
-
 def test_records_digest_tells_apart_fields_holding_nul() -> None:
     """Fields are joined by NUL unless one holds a NUL; then they are length-prefixed instead."""
     from builder.search import SearchRecord, records_digest
@@ -186,3 +172,17 @@ def test_records_digest_tells_apart_fields_holding_nul() -> None:
     }
     assert len(digests) == 6
     assert records_digest([rec("x", "y", "z", "w")]) == records_digest([rec("x", "y", "z", "w")])
+
+
+def test_every_record_s_text_is_its_words_one_space_apart() -> None:
+    """The fallback cuts records' text as it is: page_records collapses it (bodies come collapsed
+    from the markdown cache), code blocks, line breaks and the troubleshooting answers included."""
+    from builder.content import Markdown
+    from builder.errors import Problems
+    from builder.load import load_site
+    from builder.search import page_records
+
+    records = page_records(load_site(load_config(REPO), Problems()), Markdown())
+    assert records and any("\n" in r.text or "  " in r.text for r in records) is False
+    assert all(r.text == " ".join(r.text.split()) for r in records)
+    assert {r.kind for r in records} >= {"Recipe", "Troubleshooting", "Case study", "News"}
