@@ -208,11 +208,12 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
     return result
 
 
-SHARD_PAGES = 64
+SHARD_PAGES = 32
 """Pages (stand-ins) per Pagefind index: a big site's index is split so an edit re-indexes one shard.
-Pagefind takes ≈ 45 ms per index plus ≈ 2.4 ms per page: an edit's shard of 64 pages ≈ 0.2 s, of
-128 ≈ 0.35 s (on the search child's path, which an edit build waits for). Indexing all 1,020 pages
-took 2.5-2.7 s of CPU as 8 shards and as 16 alike (1.7 s on two cores); one index could not use both."""
+Pagefind takes ≈ 45 ms per index plus ≈ 2.3 ms per page: an edit's shard of 32 pages ≈ 0.08 s, of 64
+≈ 0.16 s, of 128 ≈ 0.35 s (on the search child's path, which an edit build waits for). Indexing all
+1,020 pages took 2.1-2.4 s of CPU as 8, 16 or 32 shards alike (1.5-1.7 s on two cores); one index could
+not use both. The search page merges the shards in parallel (one round trip before the first search)."""
 MAX_SHARDS = 32
 SHARDS_DIR = "pagefind-shards"
 
