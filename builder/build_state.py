@@ -353,3 +353,29 @@ def output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:
 
 
 # --------------------------------------------------------------------------------------------------
+
+
+class OutputWalk:
+    """:func:`builder.build_state.output_changes` on a thread."""
+
+    def __init__(self, out: Path, state: State) -> None:
+        import threading
+
+        self.state = state
+        self._out: tuple[set[str], set[str]] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(out,), name="output-changes", daemon=True)
+        self._thread.start()
+
+    def _run(self, out: Path) -> None:
+        try:
+            self._out = output_changes(out, self.state)
+        except BaseException as exc:  # noqa: BLE001 - raised where the result is taken
+            self._error = exc
+
+    def result(self) -> tuple[set[str], set[str]]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._out is not None
+        return self._out

@@ -46,6 +46,7 @@ from builder.build_state import (
     BuildReport,
     CacheCorrupt,
     OutputRecord,
+    OutputWalk,
     QuickScan,
     State,
     checksum,
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
     from builder.early_stages import EarlyStages
     from builder.load import Site
     from builder.loadcache import LoadCache
+    from builder.output import Linker
     from builder.pipeline import Loaded
     from builder.render import RenderContext
 
@@ -137,7 +139,7 @@ class IncrementalBuilder:
         """Builder code and toolchain the load cache was made with."""
         self._early: EarlyStages | None = None
         """Stages started in a child by the build under way."""
-        self._linker: _Linker | None = None
+        self._linker: Linker | None = None
         """The output tree the build under way has begun."""
 
     # Public ---------------------------------------------------------------------------------------
@@ -276,7 +278,7 @@ class IncrementalBuilder:
             scan = None  # made for another site or output
         # The published site is checked against the record (thousands of lstat calls, which let go
         # of the GIL) on a thread while this one unpickles the rest of the record.
-        walk = _Walk(config.out, scan.state) if scan is not None and scan.state is not None else None
+        walk = OutputWalk(config.out, scan.state) if scan is not None and scan.state is not None else None
         self._load_state(scan.state if scan is not None else None)
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
@@ -360,7 +362,7 @@ class IncrementalBuilder:
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
         from builder.deps import declared
         from builder.inputs import digest_bytes
-        from builder.output import publish, remove_leftovers, update_in_place
+        from builder.output import Linker, publish, remove_leftovers, update_in_place
         from builder.render import make_context, page_jobs
 
         assert loaded.recon is not None
@@ -399,7 +401,9 @@ class IncrementalBuilder:
                 summary_source=summary_source,
             )
             if self.persist:
-                ctx.env.bytecode_cache = _template_cache(config.cache_dir, code)
+                from builder.template_cache import template_cache
+
+                ctx.env.bytecode_cache = template_cache(config.cache_dir, code)
             jobs = page_jobs(ctx)
         finally:
             if summary_child is not None:
@@ -457,10 +461,10 @@ class IncrementalBuilder:
         # The new output tree is begun now, the unchanged pages linked into it on another thread
         # while pages render (system calls: ~0.2 s for 6,000 files). Not while render workers
         # are forked: then it starts after them.
-        linker: _Linker | None = None
+        linker: Linker | None = None
         if self.atomic and state is not None and kept:
             inodes = {path: records[path].stat[0] for path in kept}
-            linker = self._linker = _Linker(out, config.root, kept, inodes, self._spare())
+            linker = self._linker = Linker(out, config.root, kept, inodes, self._spare())
         forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
@@ -699,7 +703,7 @@ class IncrementalBuilder:
             cache.rows.typed = self._read_rows(folder / "rows.arrow", stored.rows_digest)
             stored.base.signature = loadstore.cache_signature(cache, code)
             self._base = stored.base
-            self._saved_load = _load_signature(cache, markdown, code)
+            self._saved_load = loadstore.load_signature(cache, markdown, code)
             self._saved_typed, self._saved_rows_digest = cache.rows.typed, stored.rows_digest
         except CacheCorrupt as exc:
             self._cache_note = f"build cache discarded ({exc}); built from scratch"
@@ -753,7 +757,7 @@ class IncrementalBuilder:
         try:
             folder.mkdir(parents=True, exist_ok=True)
             typed = cache.rows.typed
-            signature = _load_signature(cache, markdown, self._cache_code)
+            signature = loadstore.load_signature(cache, markdown, self._cache_code)
             if signature != self._saved_load:
                 rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
                 if typed is not None and rows_digest is None:
@@ -766,8 +770,8 @@ class IncrementalBuilder:
                     with open(tmp, "wb") as handle:
                         handle.write(data)
                     os.replace(tmp, folder / "rows.arrow")
-                page_blobs = _blobs(cache.pages, self._page_blobs)
-                body_blobs = _blobs(markdown, self._body_blobs)
+                page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
+                body_blobs = loadstore.blobs(markdown, self._body_blobs)
                 self._base = loadstore.write(
                     folder, cache, page_blobs, body_blobs, rows_digest, self._cache_code, self._base
                 )
@@ -792,124 +796,3 @@ class _StageSetup:
     """Templates changed since the previous build; None when unknown (another build or none)."""
     summary_source: Callable[[], ContentSummary | None] | None = None
     """The content summary from the search child (see :mod:`builder.content_summary`)."""
-
-
-def _load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:
-    """What ``load.pickle`` holds, cheaply compared: it is rewritten only when this changes."""
-    return (
-        id(cache.rows.typed),
-        frozenset(cache.pages),
-        frozenset(markdown),
-        tuple(cache.rows.entries),
-        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
-        frozenset(cache.statuses),
-        code,
-    )
-
-
-def _template_cache(cache_dir: Path, code: bytes) -> Any:
-    """Compiled templates kept across builds (compiling them cost an edit build ~0.1 s).
-
-    Jinja checks each against its template's source, but not against the environment's options:
-    the folder is per builder code, and folders of other code are removed."""
-    import shutil
-
-    import jinja2
-
-    name = f"templates-{code.hex()[:16]}"
-    folder = cache_dir / "jinja"
-    try:
-        (folder / name).mkdir(parents=True, exist_ok=True)
-        for other in os.scandir(folder):
-            if other.name != name and other.name.startswith("templates-"):
-                shutil.rmtree(other.path, ignore_errors=True)
-    except OSError:
-        return None  # not cached: only slower
-
-    class Cache(jinja2.FileSystemBytecodeCache):
-        """Written atomically (render workers compile at the same time); an unreadable file is
-        compiled again."""
-
-        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            try:
-                super().load_bytecode(bucket)
-            except Exception:  # noqa: BLE001 - a damaged file is a cache miss
-                bucket.reset()
-
-        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-            path = self._get_cache_filename(bucket)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            try:
-                with open(tmp, "wb") as handle:
-                    bucket.write_bytecode(handle)
-                os.replace(tmp, path)
-            except OSError:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-
-    return Cache(str(folder / name))
-
-
-def _blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, bytes]:
-    """Each entry pickled, reusing ``earlier``'s bytes for a key it has (keys are content hashes:
-    an entry never changes under its key while the builder's code does not)."""
-    return {
-        key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-        for key, value in entries.items()
-    }
-
-
-class _Walk:
-    """:func:`builder.build_state.output_changes` on a thread."""
-
-    def __init__(self, out: Path, state: State) -> None:
-        import threading
-
-        self.state = state
-        self._out: tuple[set[str], set[str]] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(out,), name="output-changes", daemon=True)
-        self._thread.start()
-
-    def _run(self, out: Path) -> None:
-        try:
-            self._out = output_changes(out, self.state)
-        except BaseException as exc:  # noqa: BLE001 - raised where the result is taken
-            self._error = exc
-
-    def result(self) -> tuple[set[str], set[str]]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out
-
-
-class _Linker:
-    """A :class:`builder.output.Staging` tree with ``kept`` linked into it on a thread."""
-
-    def __init__(
-        self, out: Path, root: Path, kept: dict[str, str], inodes: dict[str, int], spare: Path | None
-    ) -> None:
-        import threading
-
-        from builder.output import Staging
-
-        self._staging = Staging(out, root, spare=spare)
-        self._thread = threading.Thread(
-            target=self._staging.link, args=(dict(kept), inodes), name="link-kept", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def staging(self) -> Any:
-        """The tree, once the kept files are in."""
-        if self._thread.is_alive() or self._thread.ident is not None:
-            self._thread.join()
-        return self._staging
-
-    def abandon(self) -> None:
-        self.staging().abandon()

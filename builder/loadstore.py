@@ -14,6 +14,7 @@ written again and the delta removed.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,3 +153,25 @@ def _applied(base: Blobs, added: Blobs, gone: list[Any]) -> Blobs:
     for key in gone:
         merged.pop(key, None)
     return merged
+
+
+def load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:
+    """What the load cache holds, cheaply compared: it is saved only when this changes."""
+    return (
+        id(cache.rows.typed),
+        frozenset(cache.pages),
+        frozenset(markdown),
+        tuple(cache.rows.entries),
+        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
+        frozenset(cache.statuses),
+        code,
+    )
+
+
+def blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, bytes]:
+    """Each entry pickled, reusing ``earlier``'s bytes for a key it has (keys are content hashes:
+    an entry never changes under its key while the builder's code does not)."""
+    return {
+        key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        for key, value in entries.items()
+    }

@@ -433,3 +433,29 @@ def update_in_place(files: Mapping[str, bytes], removed: Iterable[str], out: Pat
     except OSError as exc:
         reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
         raise OutputError(f"cannot write the site: {reason}", exc.filename or out) from None
+
+
+class Linker:
+    """A :class:`builder.output.Staging` tree with ``kept`` linked into it on a thread."""
+
+    def __init__(
+        self, out: Path, root: Path, kept: dict[str, str], inodes: dict[str, int], spare: Path | None
+    ) -> None:
+        import threading
+
+        self._staging = Staging(out, root, spare=spare)
+        self._thread = threading.Thread(
+            target=self._staging.link, args=(dict(kept), inodes), name="link-kept", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def staging(self) -> Staging:
+        """The tree, once the kept files are in."""
+        if self._thread.is_alive() or self._thread.ident is not None:
+            self._thread.join()
+        return self._staging
+
+    def abandon(self) -> None:
+        self.staging().abandon()
