@@ -5,7 +5,8 @@ index shards; the troubleshooting pages list every question of every recipe. Kno
 reading every body (its rendered markdown), which an edit build otherwise has no reason to do: the
 search stage does it anyway, in a forked child (:mod:`builder.early_stages`). So the child works
 this summary out first and sends it over (:class:`builder.forked.Notice`) while this process
-reconciles; it is computed here only when there is no such child (a first build, a failed fork).
+reconciles. A first build has no such child: from 200 recipes it works the summary out in a forked
+child of its own beside the render context, below that here (and here when a fork fails).
 
 The FAQ's digest lets the troubleshooting pages depend on the questions rather than on every
 recipe file: a body edit that leaves the troubleshooting section alone does not re-render them.

@@ -6,10 +6,12 @@ and which hardware each node is. A recipe's *key* hashes all of it: the fields r
 reads from the front matter, every row file naming the recipe (path and content hash: its rows,
 their order and their lines) and the node → hardware map. A recipe whose key is unchanged gets its
 findings of the previous build back, detached from that build's rows and bound to this one's
-(:func:`builder.findings.restore_findings`); the others are computed. Annotations are attached
+(:func:`builder.findings.restore_findings`) when first asked for (:class:`SiteFindings`: an edit
+build restores those of the pages it renders); the others are computed. Annotations are attached
 afterwards, every build, as without the memo. Row statuses are kept too, whole, while no row file,
 reconciled front matter field or node changes (:func:`statuses_key`). The builder's code is not in the
-keys: the incremental engine drops the whole load cache, this memo with it, when the code changes.
+keys: the incremental engine drops the whole load cache, this memo with it, when the code changes. A
+recipe whose file did not change since the memo was stored keeps its key unhashed (:func:`recipe_keys`).
 """
 
 from __future__ import annotations
