@@ -172,7 +172,7 @@ class Markdown:
     def _key(self, source: str | Document, faq: bool) -> str:
         if isinstance(source, Document) and source.body_keys[faq]:
             return source.body_keys[faq]
-        body = source.body if isinstance(source, Document) else source
+        body = _body(source)
         # Pages and the FAQ index ask for the same bodies again and again: the digest of a body is
         # looked up by the string itself (Python keeps a string's hash), not recomputed.
         key = self._keys.get((faq, body))
@@ -187,7 +187,7 @@ class Markdown:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        result = self._render(source.body if isinstance(source, Document) else source, faq)
+        result = self._render(_body(source), faq)
         self._cache[key] = result
         return result
 
@@ -202,7 +202,7 @@ class Markdown:
             key = self._key(source, faq)
             self.used.add(key)
             if key not in self._cache:
-                todo.setdefault(key, source.body if isinstance(source, Document) else source)
+                todo.setdefault(key, _body(source))
         items = list(todo.items())
         if len(items) < FORK_BODIES:
             for key, body in items:
@@ -283,6 +283,10 @@ class Markdown:
             index += 1
         flush()
         return index
+
+
+def _body(source: str | Document) -> str:
+    return source.body if isinstance(source, Document) else source
 
 
 def _plain(tokens: list[Token]) -> str:

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from builder.faq import faq_entries
+from builder.faq import FaqEntry, faq_entries
 from builder.search import SearchPlan, page_records
 
 if TYPE_CHECKING:
@@ -47,12 +47,20 @@ def prerender_bodies(site: Site, markdown: Markdown) -> None:
     markdown.prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
 
 
-def summarize(site: Site, markdown: Markdown, plan: SearchPlan | None = None) -> ContentSummary:
-    """The summary of ``site``'s bodies; ``plan``: the search records' when known."""
+def summarize(
+    site: Site,
+    markdown: Markdown,
+    plan: SearchPlan | None = None,
+    entries: list[FaqEntry] | None = None,
+) -> ContentSummary:
+    """The summary of ``site``'s bodies; ``plan`` and ``entries``: the search records' and the FAQ's,
+    when the caller has them."""
     if plan is None:
         prerender_bodies(site, markdown)
-        plan = SearchPlan.of(page_records(site, markdown))
-    entries = faq_entries(site, markdown)
+    if entries is None:
+        entries = faq_entries(site, markdown)
+    if plan is None:
+        plan = SearchPlan.of(page_records(site, markdown, entries))
     everything = hashlib.sha256()
     by_model: dict[str, Any] = {}
     for entry in entries:

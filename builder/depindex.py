@@ -39,12 +39,6 @@ def global_digest(inputs: Inputs, environment: bytes) -> bytes:
     return digest_parts(*parts)
 
 
-def changed_inputs(inputs: Inputs, earlier: Inputs) -> set[str]:
-    """Input files added, removed or changed since ``earlier``."""
-    now, before = inputs.digests, earlier.digests
-    return {key for key in now.keys() | before.keys() if now.get(key) != before.get(key)}
-
-
 _PREFIX_DEPS = {
     "rows": "data/rows/",
     "case-studies": "content/case-studies/",
@@ -56,7 +50,7 @@ class DepIndex:
     """Digests of the dependency vocabulary of :mod:`builder.deps` for one build.
 
     ``earlier``: the digests the previous build gave (:attr:`digests`), with ``changed``, the input
-    files changed since it (:func:`changed_inputs`): a dependency no changed file can reach keeps
+    files changed since it (:meth:`builder.inputs.Inputs.changed`): a dependency no changed file can reach keeps
     its earlier digest, not computed again (an edit build asks for thousands, one per page).
     """
 

@@ -49,10 +49,10 @@ def recipe_keys(
 
     keys: dict[str, bytes] = {}
     todo: list[str] = []
-    reuse = earlier is not None and changed is not None and not any(k.startswith("data/") for k in changed)
+    kept = earlier if earlier is not None and changed is not None and data_unchanged(changed) else {}
     for slug, recipe in site.recipes.items():
-        key = earlier.get(slug) if reuse and earlier is not None else None
-        if key is not None and changed is not None and recipe.doc.rel not in changed:
+        key = kept.get(slug)
+        if key is not None and recipe.doc.rel not in (changed or ()):
             keys[slug] = key
         else:
             todo.append(slug)
@@ -72,6 +72,12 @@ def recipe_keys(
         fields = repr((meta.engine, meta.engine_version, meta.hardware, meta.flags, sorted(meta.env.items())))
         keys[slug] = digest_parts(slug, fields, nodes, *files.get(slug, ()))
     return keys
+
+
+def data_unchanged(changed: Collection[str]) -> bool:
+    """Whether no file under ``data/`` (rows, nodes, annotations) is among ``changed``: then the keys
+    and statuses an earlier build stored can hold."""
+    return not any(key.startswith("data/") for key in changed)
 
 
 def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes]) -> bytes:

@@ -62,7 +62,6 @@ from builder.depindex import (
     DepIndex,
     OutputFiles,
     StageMemo,
-    changed_inputs,
     digest_parts,
     global_digest,
 )
@@ -341,16 +340,17 @@ class IncrementalBuilder:
             self._page_blobs, self._body_blobs = {}, {}
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
-        reused = self._reuse_loaded(config, state, inputs, cache)
+        changed = inputs.changed(state.inputs) if state is not None else None
+        reused = self._reuse_loaded(config, state, inputs, changed, cache)
         if not reused:
             cache.scanned = {
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
-            cache.changed = changed_inputs(inputs, state.inputs) if state is not None else None
+            cache.changed = changed
         setups: list[_StageSetup] = []
 
         def setup(site: Site) -> None:
-            setups.append(self._setup_stages(site, cache, inputs, state, environment, damaged))
+            setups.append(self._setup_stages(site, cache, inputs, state, environment, damaged, changed))
 
         # A first build starts no stage early: its setup waits for reconciliation (the load stage
         # stays what it measures).
@@ -613,6 +613,7 @@ class IncrementalBuilder:
         state: State | None,
         environment: bytes,
         damaged: set[str],
+        changed: set[str] | None,
     ) -> _StageSetup:
         """What the output stages need, made as soon as the site is loaded; in a build with a
         previous output the stages that read no page (search) start now, each in a forked child
@@ -628,8 +629,8 @@ class IncrementalBuilder:
         markdown = Markdown(self._markdown if self._markdown is not None else {})
         previous = state.outputs if state is not None else {}
         glob = global_digest(inputs, environment)
-        same_glob = state is not None and state.glob == glob
-        changed = changed_inputs(inputs, state.inputs) if state is not None and same_glob else None
+        if state is None or state.glob != glob:
+            changed = None  # the earlier digests are another build's: nothing can be carried over
         deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
         memo = StageMemo(
             state.memo if state is not None else {},
@@ -648,14 +649,18 @@ class IncrementalBuilder:
         return _StageSetup(markdown, deps_index, memo, glob, templates, summary)
 
     def _reuse_loaded(
-        self, config: SiteConfig, state: State | None, inputs: Inputs, cache: LoadCache
+        self,
+        config: SiteConfig,
+        state: State | None,
+        inputs: Inputs,
+        changed: set[str] | None,
+        cache: LoadCache,
     ) -> Loaded | None:
         """The last build's site and reconciliation when only templates changed since (a template
         edit in the preview re-renders pages, it does not reload 100,000 rows)."""
         old = self._context
-        if old is None or state is None or old.site.config.root != config.root:
+        if old is None or state is None or changed is None or old.site.config.root != config.root:
             return None
-        changed = inputs.changed(state.inputs)
         if not changed or not all(key.startswith("templates/") for key in changed):
             return None
         import dataclasses
@@ -701,9 +706,9 @@ class IncrementalBuilder:
                 raise CacheCorrupt(f"load.pickle cannot be loaded: {type(exc).__name__}") from None
             self._page_blobs, self._body_blobs = stored.pages, stored.bodies
             cache.rows.typed = self._read_rows(folder / "rows.arrow", stored.rows_digest)
-            stored.base.signature = loadstore.cache_signature(cache, code)
-            self._base = stored.base
             self._saved_load = loadstore.load_signature(cache, markdown, code)
+            stored.base.signature = self._saved_load[0]
+            self._base = stored.base
             self._saved_typed, self._saved_rows_digest = cache.rows.typed, stored.rows_digest
         except CacheCorrupt as exc:
             self._cache_note = f"build cache discarded ({exc}); built from scratch"

@@ -156,16 +156,9 @@ def _applied(base: Blobs, added: Blobs, gone: list[Any]) -> Blobs:
 
 
 def load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:
-    """What the load cache holds, cheaply compared: it is saved only when this changes."""
-    return (
-        id(cache.rows.typed),
-        frozenset(cache.pages),
-        frozenset(markdown),
-        tuple(cache.rows.entries),
-        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
-        frozenset(cache.statuses),
-        code,
-    )
+    """What the load cache holds, cheaply compared: it is saved only when this changes (the cache
+    object's :func:`cache_signature` and which pages and bodies it keeps)."""
+    return (cache_signature(cache, code), frozenset(cache.pages), frozenset(markdown))
 
 
 def blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, bytes]:

@@ -89,13 +89,13 @@ def load_and_reconcile(
         on_loaded(site)
     memo = None
     if cache is not None:
-        from builder.findings_memo import FindingsMemo, recipe_keys, statuses_key
+        from builder.findings_memo import FindingsMemo, data_unchanged, recipe_keys, statuses_key
 
         entries = cache.rows.entries
         changed, cache.changed = cache.changed, None
         earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
         keys = recipe_keys(site, entries, earlier, changed)
-        same = changed is not None and keys == earlier and not any(k.startswith("data/") for k in changed)
+        same = changed is not None and data_unchanged(changed) and keys == earlier
         # No row file and no recipe's key changed: the kept statuses' key is still theirs.
         status_key = next(iter(cache.statuses)) if same and len(cache.statuses) == 1 else None
         if status_key is None:
@@ -143,17 +143,19 @@ def page_independent_stages(
     """The stages of :func:`output_stages` that read no page, only the site and its markdown (the
     engine starts them before the pages, in a forked child: same files, sooner). ``announce``: given
     the content summary as soon as the search records are known (:mod:`builder.content_summary`)."""
+    from builder.faq import faq_entries
     from builder.search import SearchPlan, page_records, search_files
 
     def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
-        plan = SearchPlan.of(page_records(site, markdown))
+        entries = faq_entries(site, markdown)
+        plan = SearchPlan.of(page_records(site, markdown, entries))
         if announce is None:
             return search_files(site, markdown, files, reuse, plan)
 
         def summary() -> None:
             from builder.content_summary import summarize
 
-            announce(summarize(site, markdown, plan))
+            announce(summarize(site, markdown, plan, entries))
 
         return search_files(site, markdown, files, reuse, plan, meanwhile=summary)
 

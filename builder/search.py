@@ -29,7 +29,7 @@ from builder import deps
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.errors import SearchIndexError
-from builder.faq import faq_entries
+from builder.faq import FaqEntry, faq_entries
 from builder.jsonscript import dumps_compact_for_script
 from builder.load import Site
 from builder.pagefind_service import IndexOptions, index_sets
@@ -77,7 +77,7 @@ def is_indexed_page(path: str) -> bool:
     return len(parts) == 3 and parts[2] == "index.html" and f"{parts[0]}/" in INDEXED_PREFIXES
 
 
-def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
+def page_records(site: Site, markdown: Markdown, entries: list[FaqEntry] | None = None) -> list[SearchRecord]:
     """Every searchable thing, built from content (not HTML), in a stable order; each record's text
     with its whitespace collapsed (rendered bodies' text comes so from the markdown cache: collapsing
     1,000 recipe texts every edit build cost the search stage ≈ 0.05 s)."""
@@ -97,7 +97,7 @@ def page_records(site: Site, markdown: Markdown) -> list[SearchRecord]:
             "Troubleshooting",
             _collapsed(f"{entry.recipe.meta.title}. {entry.item.answer_text}"),
         )
-        for entry in faq_entries(site, markdown)
+        for entry in (entries if entries is not None else faq_entries(site, markdown))
     ]
     for slug in sorted(site.case_studies):
         case = site.case_studies[slug]
@@ -118,7 +118,7 @@ def _collapsed(text: str) -> str:
 
 def fallback_script(records: list[SearchRecord]) -> bytes:
     """A classic script defining ``window.SEARCH_RECORDS`` (loadable from ``file://``)."""
-    # Records' text is collapsed already (page_records); others' (tests) is collapsed here.
+    # Records' text comes collapsed (page_records): cut as it is.
     data = [{"u": r.url, "t": r.title, "k": r.kind, "x": r.text[:FALLBACK_TEXT_CHARS]} for r in records]
     return b"window.SEARCH_RECORDS=" + dumps_compact_for_script(data).encode("utf-8") + b";\n"
 
@@ -138,11 +138,6 @@ def records_digest(records: list[SearchRecord]) -> str:
         data = part.encode()
         chunks += (len(data).to_bytes(8, "little"), data)
     return hashlib.sha256(b"".join(chunks)).hexdigest()
-
-
-def fallback_path(records: list[SearchRecord]) -> str:
-    """Named by the records' hash, so a cached copy is never stale."""
-    return SearchPlan.of(records).fallback
 
 
 def _keep(rel: str) -> bool:
