@@ -24,8 +24,8 @@ from collections.abc import Collection
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.arrays import from_numpy
 
 _encode_string = json.encoder.encode_basestring
@@ -44,12 +44,12 @@ def json_values(array: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.Array
     ):
         raise TypeError(f"no JSON text for Arrow type {kind}")
     if array.null_count == len(array):  # common for optional fields
-        return pa.array([prefix + "null"], pa.string()).take(from_numpy(np.zeros(len(array), np.int32)))
+        return pc.take(pa.array([prefix + "null"], pa.string()), from_numpy(np.zeros(len(array), np.int32)))
     if _is_text(kind):
-        encoded = array.dictionary_encode()
+        encoded = pc.dictionary_encode(array)
         words = [prefix + _encode_string(v) for v in encoded.dictionary.to_pylist()]
-        return pa.array([*words, prefix + "null"], pa.string()).take(
-            pc.fill_null(encoded.indices, len(words))
+        return pc.take(
+            pa.array([*words, prefix + "null"], pa.string()), pc.fill_null(encoded.indices, len(words))
         )
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
         out = pc.cast(array, pa.string())
@@ -125,7 +125,7 @@ def json_arrays(
             pa.table({"g": groups, "i": from_numpy(np.arange(len(groups)))}),
             [("g", "ascending"), ("i", "ascending")],
         )
-        table, groups = table.take(order), groups.take(order)
+        table, groups = pc.take(table, order), pc.take(groups, order)
         starts, names = _runs(groups)
     bounds = np.append(starts, table.num_rows)
     pieces: list[list[memoryview]] = [[] for _ in names]
@@ -151,4 +151,4 @@ def _runs(groups: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Where each run of equal values starts, and its value."""
     change = pc.not_equal(groups.slice(1), groups.slice(0, len(groups) - 1))
     starts = np.concatenate([[0], np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1])
-    return starts, groups.take(from_numpy(starts)).to_pylist()
+    return starts, pc.take(groups, from_numpy(starts)).to_pylist()

@@ -102,15 +102,30 @@ def read_cache(path: Path) -> Any:
     return None if found is None else found[0]
 
 
-def read_cache_checked(path: Path) -> tuple[Any, bytes] | None:
-    """:func:`read_cache` with the payload's checksum (what :func:`write_cache` returned)."""
-    try:
-        data = read_mapped(path)
-    except FileNotFoundError:
+HEADER_SIZE = len(MAGIC) + 4 + CHECKSUM_SIZE
+"""Magic, format and checksum before a cache file's pickled payload."""
+
+LOAD_BASE, LOAD_DELTA, ROWS_TABLE = "load.pickle", "load.delta.pickle", "rows.arrow"
+"""The load cache's files (:mod:`builder.loadstore`); the rows table is Arrow IPC, checked whole."""
+
+
+def load_cache_files(folder: Path) -> dict[Path, int]:
+    """The load cache's files in ``folder``, each with the length of its header."""
+    return {folder / LOAD_BASE: HEADER_SIZE, folder / LOAD_DELTA: HEADER_SIZE, folder / ROWS_TABLE: 0}
+
+
+def read_cache_checked(path: Path, fetched: Fetched | None = None) -> tuple[Any, bytes] | None:
+    """:func:`read_cache` with the payload's checksum (what :func:`write_cache` returned).
+
+    ``fetched``: the file as :class:`Prefetch` mapped and checked it."""
+    if fetched is None:
+        fetched = fetch(path, HEADER_SIZE)
+    if fetched.missing:
         return None
-    except OSError as exc:
-        raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror}") from None
-    head = len(MAGIC) + 4 + CHECKSUM_SIZE
+    if fetched.error is not None:
+        raise CacheCorrupt(f"cannot read {path.name}: {fetched.error}") from None
+    data = fetched.data
+    head = HEADER_SIZE
     with data:
         if len(data) < head or data[: len(MAGIC)] != MAGIC:
             raise CacheCorrupt(f"{path.name} is not a cache file")
@@ -118,7 +133,7 @@ def read_cache_checked(path: Path) -> tuple[Any, bytes] | None:
             raise CacheCorrupt(f"{path.name} is from another version of the builder")
         digest, payload = bytes(data[len(MAGIC) + 4 : head]), data[head:]
         try:
-            if checksum(payload) != digest:
+            if fetched.checksum != digest:
                 raise CacheCorrupt(f"{path.name} fails its checksum")
             try:
                 return pickle.loads(payload), digest
@@ -126,6 +141,57 @@ def read_cache_checked(path: Path) -> tuple[Any, bytes] | None:
                 raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
         finally:
             payload.release()
+
+
+@dataclass
+class Fetched:
+    """A file mapped into memory with the checksum of its bytes from ``skip`` on."""
+
+    data: memoryview = field(default_factory=lambda: memoryview(b""))
+    checksum: bytes | None = None
+    """None when the file is shorter than the part skipped."""
+    missing: bool = False
+    error: str | None = None
+    """Why it could not be read."""
+
+
+def fetch(path: Path, skip: int) -> Fetched:
+    """``path`` mapped, with the checksum of its bytes after the first ``skip``."""
+    try:
+        data = read_mapped(path)
+    except FileNotFoundError:
+        return Fetched(missing=True)
+    except OSError as exc:
+        return Fetched(error=exc.strerror or type(exc).__name__)
+    if len(data) < skip:
+        return Fetched(data)
+    with data[skip:] as payload:
+        return Fetched(data, checksum(payload))
+
+
+class Prefetch:
+    """Cache files mapped and checksummed on a thread, while the main thread imports what the
+    build needs (the checksum lets go of the GIL: an edit build checks ≈ 50 MB of load cache
+    beside ≈ 0.15 s of imports instead of after them)."""
+
+    def __init__(self, files: dict[Path, int]) -> None:
+        import threading
+
+        self._files = files
+        self._done: dict[Path, Fetched] = {}
+        self._thread = threading.Thread(target=self._run, name="cache-prefetch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        for path, skip in self._files.items():
+            self._done[path] = fetch(path, skip)
+
+    def take(self, path: Path) -> Fetched | None:
+        """The file as fetched (once; later takes and unknown paths give None)."""
+        if path not in self._files:
+            return None
+        self._thread.join()
+        return self._done.pop(path, None)
 
 
 def read_mapped(path: Path) -> memoryview:
@@ -290,6 +356,8 @@ class QuickScan:
     """The templates folder the scan looked at."""
     folder: Path | None = None
     """The record's folder (:func:`state_dir`)."""
+    prefetch: Prefetch | None = None
+    """The load cache being fetched, for the build that goes on."""
 
 
 def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
@@ -319,8 +387,10 @@ def quick_scan(root: str | Path, out: str | Path | None = None) -> QuickScan:
     inputs = scan_inputs(sources, state.inputs)
     go_on = QuickScan(None, state, inputs, sources.templates, folder)
     if inputs.digests != state.inputs.digests:
+        go_on.prefetch = Prefetch(load_cache_files(folder))
         return go_on
     if output_changes(out_path, state) != (set(), set()):
+        go_on.prefetch = Prefetch(load_cache_files(folder))
         return go_on
     from builder.output import remove_leftovers  # light: os, shutil, tempfile
 

@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.models import METRICS
 from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K
 
@@ -109,7 +109,7 @@ def candidate_trials(
     codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
     consider (whole recipes: a group is never cut), else all.
     """
-    valid_prompt = table.column("prompt_tokens").is_valid().to_numpy(zero_copy_only=False)
+    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
     if rows is not None:
         valid_prompt = valid_prompt & rows
     empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
@@ -135,11 +135,11 @@ def candidate_trials(
         ):
             array = table.column(name)
             if pa.types.is_date32(array.type):
-                array = array.cast(pa.int32())
+                array = pc.cast(array, pa.int32())
             keys.append(_integer_ranks(column_of(array)))
         else:
             keys.append(
-                _ranks(table.column(name) if kept is None else table.column(name).take(pa.array(kept)))
+                _ranks(table.column(name) if kept is None else pc.take(table.column(name), pa.array(kept)))
             )
     order, new_setting, new_run = _boundaries(keys, len(_SETTING))
     del keys
@@ -224,11 +224,11 @@ def candidate_trials(
     final = np.lexsort((positions, metric, setting_of_row[positions]))
     positions, metric = positions[final], metric[final]
     source = source_of[positions]
-    trials = table.select(["pos", *_SETTING, "date", "run_class"]).take(pa.array(source))
+    trials = pc.take(table.select(["pos", *_SETTING, "date", "run_class"]), pa.array(source))
     value = np.empty(len(source))
     for index in np.unique(metric):
         chosen = metric == index
-        picked_values = table.column(METRICS[int(index)]).take(pa.array(source[chosen]))
+        picked_values = pc.take(table.column(METRICS[int(index)]), pa.array(source[chosen]))
         value[chosen] = picked_values.to_numpy(zero_copy_only=False)
     return pa.table(
         {

@@ -19,8 +19,8 @@ class SiteSettings(BaseModel):
     """Optional ``site.yaml`` at the site root."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True, defer_build=True
-    )
+        extra="forbid", frozen=True, strict=True, defer_build=True
+    )  # field docstrings become descriptions where read: builder.docstrings.described()
 
     title: str = "LLM Serving Recipes"
     """Site name shown in the header, titles and feeds."""

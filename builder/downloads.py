@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder import deps
 from builder.arrays import from_numpy
 from builder.arrowjson import json_arrays
@@ -224,7 +224,7 @@ def _rows_json(export: Export) -> dict[str, bytes]:
     )
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
-    rows = rows.append_column("status", statuses.take(from_numpy(codes)))
+    rows = rows.append_column("status", pc.take(statuses, from_numpy(codes)))
     return json_arrays(rows, table.column("recipe"), raw={"status"})
 
 
@@ -398,6 +398,9 @@ EXPORT_DOCS: dict[str, tuple[str, str]] = {
 
 def column_docs() -> list[tuple[str, str, str]]:
     """(column, type, meaning) of every column of the row exports, from the row model's docstrings."""
+    from builder.docstrings import described
+
+    described()
     out = []
     for name in EXPORT_COLUMNS:
         if name in EXPORT_DOCS:

@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.arrays import from_numpy
 from builder.load import Site
 from builder.reconcile import Reconciliation, RowStatus
@@ -65,7 +65,7 @@ class Export(NamedTuple):
     def of(self, recipes: Collection[str]) -> Export:
         """The rows of ``recipes`` only."""
         keep = pc.is_in(self.table.column("recipe"), pa.array(sorted(recipes), pa.string()))
-        return Export(self.table.filter(keep), self.kinds, self.codes[np.asarray(keep)])
+        return Export(pc.filter(self.table, keep), self.kinds, self.codes[np.asarray(keep)])
 
 
 def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | None) -> Export:
@@ -73,11 +73,11 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     # The typed Arrow table DuckDB queries as ``rows``, read directly: no copy out of DuckDB.
     table = site.rows.select([*ROW_COLUMNS, "file_id", "file_row"])
     if recipes is not None:
-        table = table.filter(pc.is_in(table.column("recipe"), pa.array(sorted(recipes), pa.string())))
+        table = pc.filter(table, pc.is_in(table.column("recipe"), pa.array(sorted(recipes), pa.string())))
     row_ids = table.column("row_id").to_numpy()
     if len(row_ids) > 1 and not np.all(row_ids[1:] > row_ids[:-1]):
         order = np.argsort(row_ids, kind="stable")
-        table, row_ids = table.take(from_numpy(order)), row_ids[order]
+        table, row_ids = pc.take(table, from_numpy(order)), row_ids[order]
     # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
     table = table.combine_chunks()
     kinds, codes = status_codes(recon, row_ids)
@@ -87,12 +87,13 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     table = table.drop_columns(["file_id", "file_row"])
     take = from_numpy(codes)
     extra = {
-        "status": pa.array([s.status for s in kinds], pa.string()).take(take),
-        "differences": pa.array(
-            ["; ".join(d.describe() for d in s.differences) or None for s in kinds], pa.string()
-        ).take(take),
-        "unrecorded": pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()).take(take),
-        "source_file": files.take(from_numpy(file_ids)),
+        "status": pc.take(pa.array([s.status for s in kinds], pa.string()), take),
+        "differences": pc.take(
+            pa.array(["; ".join(d.describe() for d in s.differences) or None for s in kinds], pa.string()),
+            take,
+        ),
+        "unrecorded": pc.take(pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()), take),
+        "source_file": pc.take(files, from_numpy(file_ids)),
         "source_line": from_numpy(lines),  # int32
     }
     for name, column in extra.items():

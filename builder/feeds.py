@@ -155,12 +155,13 @@ def newest_dates(rows: pa.Table) -> dict[str, dt.date]:
     ``Site.con``) nor Arrow's ``group_by`` (whose import alone cost an edit build ≈ 0.03 s)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from builder import arrow_compute as pc
 
     if rows.num_rows == 0:
         return {}
     recipes = pc.dictionary_encode(rows.column("recipe").combine_chunks())
-    days = rows.column("date").combine_chunks().cast(pa.int32()).to_numpy()
+    days = pc.cast(rows.column("date").combine_chunks(), pa.int32()).to_numpy()
     newest = np.full(len(recipes.dictionary), np.iinfo(np.int32).min, np.int64)
     np.maximum.at(newest, recipes.indices.to_numpy(), days)
     epoch = dt.date(1970, 1, 1).toordinal()

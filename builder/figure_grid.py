@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
 from builder.models import METRICS
 from builder.reconcile import Reconciliation
@@ -65,7 +65,7 @@ def rows_table(rows: Mapping[str, list[Row]], slugs: Iterable[str]) -> pa.Table:
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     """(code per row, distinct values in sorted order): codes compare as the values do."""
-    encoded = column.combine_chunks().dictionary_encode()
+    encoded = pc.dictionary_encode(column.combine_chunks())
     values = encoded.dictionary.to_pylist()
     order = sorted(range(len(values)), key=values.__getitem__)
     rank = np.empty(len(values), np.int64)
@@ -117,7 +117,7 @@ class FigureGrid:
         # Per quantity: the sorted row positions, and per picked run its group key
         # (setting code × recipes + recipe code), its start in that order and its length.
         self._picked: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        recipe = table.column("recipe").combine_chunks().dictionary_encode()
+        recipe = pc.dictionary_encode(table.column("recipe").combine_chunks())
         self._recipes: list[str] = recipe.dictionary.to_pylist()
         self._recipe_code = {slug: i for i, slug in enumerate(self._recipes)}
         self._settings: list[Setting] = []
@@ -139,8 +139,8 @@ class FigureGrid:
         hw = np.array([hw_index[node_hw.get(n, "")] for n in nodes], np.int64)[node]
         # A setting as one integer: mixed radix over the dense codes of its four parts, so setting
         # codes sort as Setting.sort_key does (a prompt not recorded after every recorded one).
-        prompts, prompt_code = _dense(table.column("prompt_tokens").fill_null(_NO_PROMPT).to_numpy())
-        contexts, context_code = _dense(table.column("context_tokens").fill_null(0).to_numpy())
+        prompts, prompt_code = _dense(pc.fill_null(table.column("prompt_tokens"), _NO_PROMPT).to_numpy())
+        contexts, context_code = _dense(pc.fill_null(table.column("context_tokens"), 0).to_numpy())
         levels, level_code = _dense(table.column("concurrency").to_numpy())
         combined = ((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(
             levels

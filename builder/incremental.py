@@ -43,15 +43,19 @@ from typing import TYPE_CHECKING, Any
 
 from builder import loadstore
 from builder.build_state import (
+    ROWS_TABLE,
     BuildReport,
     CacheCorrupt,
+    Fetched,
     OutputRecord,
     OutputWalk,
+    Prefetch,
     QuickScan,
     State,
     checksum,
     dir_stat,
     environment_key,
+    fetch,
     output_changes,
     read_cache,
     state_dir,
@@ -278,7 +282,9 @@ class IncrementalBuilder:
         # The published site is checked against the record (thousands of lstat calls, which let go
         # of the GIL) on a thread while this one unpickles the rest of the record.
         walk = OutputWalk(config.out, scan.state) if scan is not None and scan.state is not None else None
-        self._load_state(scan.state if scan is not None else None)
+        self._load_state(
+            scan.state if scan is not None else None, scan.prefetch if scan is not None else None
+        )
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
         if state is not None and state.environment != environment:
@@ -685,8 +691,9 @@ class IncrementalBuilder:
         None without a kept record."""
         return self._dir() / "spare" if self.persist else None
 
-    def _load_state(self, state_read: State | None = None) -> None:
-        """Read the record; ``state_read``: ``state.pickle`` as already read."""
+    def _load_state(self, state_read: State | None = None, prefetch: Prefetch | None = None) -> None:
+        """Read the record; ``state_read``: ``state.pickle`` as already read, ``prefetch``: the
+        load cache's files as being read."""
         if self._loaded_from_disk or not self.persist:
             return
         self._loaded_from_disk = True
@@ -695,7 +702,7 @@ class IncrementalBuilder:
             state = state_read if state_read is not None else read_cache(folder / "state.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")
-            stored = loadstore.read(folder) if state is not None else None
+            stored = loadstore.read(folder, prefetch) if state is not None else None
             if state is None or stored is None:
                 return
             cache, code = stored.cache, stored.code
@@ -705,7 +712,10 @@ class IncrementalBuilder:
             except Exception as exc:  # a checksum-valid file from a different code shape
                 raise CacheCorrupt(f"load.pickle cannot be loaded: {type(exc).__name__}") from None
             self._page_blobs, self._body_blobs = stored.pages, stored.bodies
-            cache.rows.typed = self._read_rows(folder / "rows.arrow", stored.rows_digest)
+            rows = folder / ROWS_TABLE
+            cache.rows.typed = self._read_rows(
+                rows, stored.rows_digest, prefetch.take(rows) if prefetch else None
+            )
             self._saved_load = loadstore.load_signature(cache, markdown, code)
             stored.base.signature = self._saved_load[0]
             self._base = stored.base
@@ -716,26 +726,26 @@ class IncrementalBuilder:
             return
         self._state, self._cache, self._markdown, self._cache_code = state, cache, markdown, code
 
-    def _read_rows(self, path: Path, digest: bytes | None) -> Any:
+    def _read_rows(self, path: Path, digest: bytes | None, fetched: Fetched | None) -> Any:
         if digest is None:
             return None
         import pyarrow as pa
 
-        try:
-            # Mapped, not read: the table's buffers stay in the file's pages (the file is only ever
-            # replaced, never written into, so they stay valid).
-            data = pa.memory_map(str(path)).read_buffer()
-        except (OSError, pa.ArrowException):
-            raise CacheCorrupt("rows.arrow is missing") from None
-        if checksum(memoryview(data)) != digest:
+        # Mapped, not read: the table's buffers stay in the file's pages (the file is only ever
+        # replaced, never written into, so they stay valid).
+        if fetched is None:
+            fetched = fetch(path, 0)
+        if fetched.missing or fetched.error is not None:
+            raise CacheCorrupt("rows.arrow is missing")
+        if fetched.checksum != digest:
             raise CacheCorrupt("rows.arrow fails its checksum")
         try:
-            return pa.ipc.open_file(data).read_all()
+            return pa.ipc.open_file(pa.py_buffer(fetched.data)).read_all()
         except pa.ArrowInvalid as exc:
             raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None
 
     def _discard(self, folder: Path) -> None:
-        for name in ("state.pickle", loadstore.BASE, loadstore.DELTA, "rows.arrow"):
+        for name in ("state.pickle", loadstore.BASE, loadstore.DELTA, ROWS_TABLE):
             try:
                 (folder / name).unlink()
             except OSError:
@@ -774,7 +784,7 @@ class IncrementalBuilder:
                     tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
                     with open(tmp, "wb") as handle:
                         handle.write(data)
-                    os.replace(tmp, folder / "rows.arrow")
+                    os.replace(tmp, folder / ROWS_TABLE)
                 page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
                 body_blobs = loadstore.blobs(markdown, self._body_blobs)
                 self._base = loadstore.write(

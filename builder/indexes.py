@@ -222,11 +222,11 @@ def hardware_ids(site: Site) -> list[str]:
 
 def engine_slugs(site: Site) -> list[str]:
     """The slugs :func:`engines` lists, sorted: engines of recipes and of rows."""
-    import pyarrow.compute as pc
+    from builder import arrow_compute as pc
 
     named = {r.meta.engine for r in site.recipes.values()}
     # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
-    named.update(pc.unique(site.rows.column("engine")).drop_null().to_pylist())
+    named.update(pc.drop_null(pc.unique(site.rows.column("engine"))).to_pylist())
     return sorted({engine_slug(name) for name in named})
 
 

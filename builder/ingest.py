@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.errors import Problems
 from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
 from builder.rowfile import take_rows
@@ -245,7 +245,7 @@ def _blank_cells(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _dictionary(column: pa.ChunkedArray) -> pa.ChunkedArray:
     # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
-    return column.dictionary_encode().unify_dictionaries()
+    return pc.dictionary_encode(column).unify_dictionaries()
 
 
 def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray], rows: int) -> np.ndarray:
@@ -374,5 +374,5 @@ def validate_rows(
         key = raw.column("_file").to_numpy().astype(np.int64) << 32 | raw.column("_row").to_numpy()
         failed = np.unique(np.array([(f << 32) | r for f, r, _ in bad], dtype=np.int64))
         keep = passing | ~np.isin(key, failed)
-        raw = raw.filter(pa.array(keep))
+        raw = pc.filter(raw, pa.array(keep))
     return _typed_table(raw)

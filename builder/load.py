@@ -316,12 +316,12 @@ def _check_row_strings(
     site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
 ) -> None:
     """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever with ``memo``)."""
-    import pyarrow.compute as pc
+    from builder import arrow_compute as pc
 
     memo = {} if memo is None else memo
     for column, parse in (("flags", flag_map), ("env", parse_env)):
         # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
-        distinct = pc.unique(site.rows.column(column)).drop_null().to_pylist()
+        distinct = pc.drop_null(pc.unique(site.rows.column(column))).to_pylist()
         bad: dict[str, str] = {}
         for value in distinct:
             key = (column, value)

@@ -151,16 +151,23 @@ def _context(
 
 
 def _distinct_by_file(raw: pa.Table, column: str, files: int) -> list[tuple[str, ...]]:
-    """Per file (``_file``), the distinct non-empty values of ``column``, sorted."""
-    import pyarrow as pa
+    """Per file (``_file``), the distinct non-empty values of ``column``, sorted.
 
-    pairs = (
-        pa.table({"f": raw.column("_file"), "v": raw.column(column)})
-        .group_by(["f", "v"], use_threads=False)
-        .aggregate([])
-    )
+    Dictionary codes and numpy, not ``Table.group_by`` (whose Acero import costs ≈ 0.05 s)."""
+    import numpy as np
+
+    from builder import arrow_compute as pc
+
+    encoded = pc.dictionary_encode(raw.column(column).combine_chunks())
+    words = encoded.dictionary.to_pylist()
+    codes = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64) + 1  # 0: null
+    file_of = raw.column("_file").to_numpy().astype(np.int64)
+    pairs = np.unique(file_of * (len(words) + 1) + codes)
     out: list[list[str]] = [[] for _ in range(files)]
-    for file_index, value in zip(pairs.column("f").to_pylist(), pairs.column("v").to_pylist(), strict=True):
+    for file_index, code in zip(
+        (pairs // (len(words) + 1)).tolist(), (pairs % (len(words) + 1)).tolist(), strict=True
+    ):
+        value = words[code - 1] if code else None
         if value:
             out[file_index].append(str(value))
     return [tuple(sorted(values)) for values in out]

@@ -19,13 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.build_state import CacheCorrupt, read_cache, read_cache_checked, write_cache
+from builder.build_state import (
+    LOAD_BASE,
+    LOAD_DELTA,
+    CacheCorrupt,
+    Fetched,
+    Prefetch,
+    read_cache_checked,
+    write_cache,
+)
 
 if TYPE_CHECKING:
     from builder.loadcache import LoadCache
 
-BASE = "load.pickle"
-DELTA = "load.delta.pickle"
+BASE = LOAD_BASE
+DELTA = LOAD_DELTA
 DELTA_SHARE = 0.25
 """Above this share of the base's blob bytes, the delta gives way to a new base."""
 
@@ -65,13 +73,14 @@ def cache_signature(cache: LoadCache, code: bytes | None) -> tuple[Any, ...]:
     )
 
 
-def read(folder: Path) -> Loaded | None:
+def read(folder: Path, prefetch: Prefetch | None = None) -> Loaded | None:
     """The stored load cache with its delta applied; None when there is none.
 
-    Raises :class:`CacheCorrupt` when ``load.pickle`` cannot be trusted; a bad delta is dropped."""
+    Raises :class:`CacheCorrupt` when ``load.pickle`` cannot be trusted; a bad delta is dropped.
+    ``prefetch``: the files as already being mapped and checked."""
     from builder.loadcache import LoadCache
 
-    found = read_cache_checked(folder / BASE)
+    found = read_cache_checked(folder / BASE, _take(prefetch, folder / BASE))
     if found is None:
         return None
     load, digest = found
@@ -83,7 +92,7 @@ def read(folder: Path) -> Loaded | None:
         raise CacheCorrupt("load.pickle holds something else")
     base = Base(digest, (), pages, bodies)
     merged_pages, merged_bodies = pages, bodies
-    delta = _read_delta(folder)
+    delta = _read_delta(folder, _take(prefetch, folder / DELTA))
     if delta is not None and delta[0] == digest:
         _, page_add, page_gone, body_add, body_gone = delta
         merged_pages = _applied(pages, page_add, page_gone)
@@ -129,12 +138,17 @@ def discard_delta(folder: Path) -> None:
         pass
 
 
-def _read_delta(folder: Path) -> tuple[Any, ...] | None:
+def _take(prefetch: Prefetch | None, path: Path) -> Fetched | None:
+    return prefetch.take(path) if prefetch is not None else None
+
+
+def _read_delta(folder: Path, fetched: Fetched | None) -> tuple[Any, ...] | None:
     try:
-        delta = read_cache(folder / DELTA)
+        found = read_cache_checked(folder / DELTA, fetched)
     except CacheCorrupt:
         discard_delta(folder)
         return None
+    delta = None if found is None else found[0]
     if not (isinstance(delta, tuple) and len(delta) == 5):
         return None
     return delta

@@ -30,7 +30,7 @@ class _Model(BaseModel):
         extra="forbid",
         frozen=True,
         strict=True,
-        use_attribute_docstrings=True,
+        # Field docstrings become descriptions only where read: builder.docstrings.described().
         populate_by_name=False,
         defer_build=True,
     )

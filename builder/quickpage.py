@@ -21,8 +21,8 @@ from pathlib import PurePosixPath
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.annotations import load_annotations
 from builder.errors import Problems
 from builder.ingest import validate_rows

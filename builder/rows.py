@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.csvbatch import CsvBatches
 from builder.errors import Problems
 from builder.models import (

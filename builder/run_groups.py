@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.candidates import candidate_trials
 from builder.flags import FlagSyntaxError, flag_map, format_value, parse_env
 from builder.models import METRICS

@@ -2,7 +2,8 @@
 
 ``python -m builder schema`` writes them to ``schema/`` (committed, so editors can validate front
 matter, rows and data files as you type); ``--check`` and a test fail when a model changed and the
-committed copies were not regenerated. Descriptions are the models' field docstrings.
+committed copies were not regenerated. Descriptions are the models' field docstrings
+(:mod:`builder.docstrings`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from builder import models
 from builder.config import SiteSettings
+from builder.docstrings import described
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -49,6 +51,7 @@ def _list(model: type[BaseModel]) -> Callable[[], dict[str, Any]]:
 
 
 def _files() -> list[SchemaFile]:
+    described()
     files = [
         SchemaFile(
             "row.schema.json",

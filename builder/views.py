@@ -12,8 +12,8 @@ from pathlib import PurePosixPath
 from typing import Any, overload
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from builder import arrow_compute as pc
 from builder.content import slugify
 from builder.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.load import CaseStudy, Recipe, Site
@@ -118,7 +118,7 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
 
     def _sort_all(self) -> None:
         order = pc.sort_indices(self._rows, [("recipe", "ascending", "at_end"), *_ROW_ORDER])
-        self._table = self._rows.take(order)
+        self._table = pc.take(self._rows, order)
         offset = 0
         for slug, count in self._counts.items():
             self._slices[slug] = (offset, count)
@@ -133,9 +133,9 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
             return self._table.slice(*where) if where is not None else self._table.slice(0, 0)
         found = self._tables.get(slug)
         if found is None:
-            mine = self._rows.filter(pc.equal(self._rows.column("recipe"), slug))
+            mine = pc.filter(self._rows, pc.equal(self._rows.column("recipe"), slug))
             order = pc.sort_indices(mine, _ROW_ORDER)
-            found = self._tables[slug] = mine.take(order)
+            found = self._tables[slug] = pc.take(mine, order)
         return found
 
     def __getitem__(self, slug: str) -> list[dict[str, Any]]:
@@ -202,7 +202,9 @@ def _to_dicts(table: pa.Table) -> list[dict[str, Any]]:
     columns = []
     for column in table.columns:
         if column.type == pa.date32():
-            columns.append([None if d is None else _date_of(d) for d in column.cast(pa.int32()).to_pylist()])
+            columns.append(
+                [None if d is None else _date_of(d) for d in pc.cast(column, pa.int32()).to_pylist()]
+            )
         else:
             columns.append(column.to_pylist())
     names = table.column_names

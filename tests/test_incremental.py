@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from builder import incremental
-from builder.build_state import quick_noop, state_dir
+from builder.build_state import quick_noop, quick_scan, state_dir
 from builder.config import load_config
 from builder.errors import BuildAborted, BuilderError
 from builder.incremental import IncrementalBuilder
@@ -434,15 +434,23 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
         ("load.pickle", "garbage"),
         ("rows.arrow", "flip"),
         ("rows.arrow", "empty"),
+        ("load.delta.pickle", "flip"),
     ],
 )
+@pytest.mark.parametrize("scanned", [False, True], ids=["build", "after-quick-scan"])
 def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
-    site: Path, tmp_path: Path, victim: str, damage: str
+    site: Path, tmp_path: Path, victim: str, damage: str, scanned: bool
 ) -> None:
+    """Also when the load cache was read (and checked) on :class:`Prefetch`'s thread."""
     out = tmp_path / "out"
     build(load_config(site, out), workers=1)
     folder = state_dir(site, out.resolve())
     path = folder / victim
+    if victim == "load.delta.pickle":  # written by a build after the first
+        post = sorted((site / "content" / "posts").glob("*.md"))[0]
+        post.write_text(post.read_text(encoding="utf-8") + "\nA first edit.\n", encoding="utf-8")
+        assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+        assert path.exists()
     data = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(data[: len(data) // 2])
@@ -457,10 +465,21 @@ def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
     recipe.write_text(
         recipe.read_text(encoding="utf-8") + "\nEdited after the cache broke.\n", encoding="utf-8"
     )
-    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    if scanned:
+        scan = quick_scan(site, out)
+        assert (scan.prefetch is not None) == (victim != "state.pickle")
+        report = engine.run(None, scan=scan)
+    else:
+        report = engine.build(None)
     assert report.ok, report.problems
-    assert report.cache_note is not None and "discarded" in report.cache_note
-    assert report.reused == 0  # nothing trusted from the broken record
+    if victim == "load.delta.pickle":
+        # A bad delta costs only speed: it is dropped, the base it would have amended is used.
+        assert report.cache_note is None
+        assert report.reused > 0
+    else:
+        assert report.cache_note is not None and "discarded" in report.cache_note
+        assert report.reused == 0  # nothing trusted from the broken record
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", f"{victim} {damage}")
     # The next build trusts the fresh record again.

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from builder import models
 from builder.config import SiteSettings
+from builder.docstrings import described
 
 MODELS: list[type[BaseModel]] = [
     models.RecipeMeta,
@@ -25,6 +26,7 @@ MODELS: list[type[BaseModel]] = [
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_every_field_has_a_description(model: type[BaseModel]) -> None:
+    described()
     undocumented = [name for name, f in model.model_fields.items() if not f.description]
     assert undocumented == []
 
