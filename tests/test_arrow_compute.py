@@ -86,7 +86,9 @@ def test_a_checked_cast_still_fails_on_overflow() -> None:
         arrow_compute.cast(pa.array([300]), pa.int8())
 
 
-def test_an_edit_build_does_not_import_pyarrow_compute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_edit_build_does_not_import_pyarrow_compute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = synthetic_site(tmp_path / "site", monkeypatch, recipes=4, rows=6, cases=1, posts=1)
     command = [sys.executable, "-m", "builder", "build", "--root", str(root)]
     subprocess.run(command, cwd=REPO, check=True, capture_output=True)
