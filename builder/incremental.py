@@ -378,6 +378,10 @@ class IncrementalBuilder:
         stages = setups[0]
         markdown, deps_index, memo, glob = stages.markdown, stages.deps_index, stages.memo, stages.glob
         changed_templates = stages.changed_templates
+        # Names as pages record them (relative to templates/): one set test per page, no strings made.
+        changed_names = (
+            {key[len("templates/") :] for key in changed_templates} if changed_templates is not None else None
+        )
         previous = state.outputs if state is not None else {}
         out = config.out
         early = self._early if self._early is not None else EarlyStages([], markdown, memo)
@@ -420,10 +424,10 @@ class IncrementalBuilder:
             """Whether a page's fingerprint is the one it had, without hashing: same global digest,
             same digest of each dependency, none of its templates changed."""
             return (
-                changed_templates is not None
+                changed_names is not None
                 and old.deps == deps
                 and all(deps_index.unchanged(dep) for dep in deps)
-                and not any(f"templates/{name}" in changed_templates for name in old.templates)
+                and changed_names.isdisjoint(old.templates)
             )
 
         def fingerprint(path: str, deps: tuple[str, ...], templates: tuple[str, ...]) -> bytes | None:
