@@ -144,6 +144,8 @@ class IncrementalBuilder:
         """Stages started in a child by the build under way."""
         self._linker: Linker | None = None
         """The output tree the build under way has begun."""
+        self._rows_file: loadstore.RowsFile | None = None
+        """``rows.arrow`` of the build under way, being written."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -261,6 +263,9 @@ class IncrementalBuilder:
             if self._linker is not None:
                 self._linker.abandon()  # a tree begun but not published
                 self._linker = None
+            if self._rows_file is not None:
+                self._rows_file.abandon()  # the rows of a build that did not finish
+                self._rows_file = None
         self._unsettled = set()
         return report
 
@@ -478,6 +483,11 @@ class IncrementalBuilder:
         forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
+        # rows.arrow is written beside the render when no fork follows (no render workers, and the
+        # search child of a first build is forked after the render).
+        rows_now = not forks and state is not None
+        if rows_now:
+            self._write_rows(cache)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         if linker is not None and forks:
             linker.start()
@@ -506,6 +516,8 @@ class IncrementalBuilder:
             from builder.pipeline import page_independent_stages
 
             self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
+        if not rows_now:
+            self._write_rows(cache)  # after the last fork of the build
 
         files = OutputFiles(fresh, kept, out)
         for name, stage in output_stages(site, ctx, memo):
@@ -765,6 +777,14 @@ class IncrementalBuilder:
         except OSError:
             pass  # a cache that cannot be written only costs speed
 
+    def _write_rows(self, cache: LoadCache) -> None:
+        """Begin writing ``rows.arrow`` when the rows table is new (not for a build that keeps
+        nothing; in a build that forks, after its forks: a child must not inherit a thread inside
+        Arrow's allocator)."""
+        typed = cache.rows.typed
+        if self.persist and typed is not None and typed is not self._saved_typed:
+            self._rows_file = loadstore.RowsFile(self._dir(), typed)
+
     def _save_all(self, state: State, cache: LoadCache, markdown: dict[str, Any]) -> None:
         """Write the record; the load cache only when it changed (it is most of the bytes)."""
         if not self.persist:
@@ -779,6 +799,12 @@ class IncrementalBuilder:
             signature = loadstore.load_signature(cache, markdown, self._cache_code)
             if signature != self._saved_load:
                 rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
+                rows_file, self._rows_file = self._rows_file, None
+                if typed is not None and rows_digest is None and rows_file is not None:
+                    if rows_file.typed is typed:
+                        rows_digest = rows_file.commit()
+                    else:
+                        rows_file.abandon()
                 if typed is not None and rows_digest is None:
                     sink = pa.BufferOutputStream()
                     with pa.ipc.new_file(sink, typed.schema) as writer:

@@ -45,7 +45,10 @@ SKIP_DIRS = frozenset({"__pycache__", ".git", ".cache", ".hypothesis", ".mypy_ca
 
 
 def digest_bytes(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    """A file's content hash. SHA-256 (cut to 16 bytes), not BLAKE2b: processors with SHA
+    instructions (x86 since ~2019, ARMv8 such as the DGX Spark's) hash ≈ 1.9x faster with it
+    (here 38 against 71 ms for 50 MB; a row-file build hashes ≈ 50 MB of downloads)."""
+    return hashlib.sha256(data).digest()[:16]
 
 
 @dataclass

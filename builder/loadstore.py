@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 from builder.build_state import (
     LOAD_BASE,
     LOAD_DELTA,
+    ROWS_TABLE,
     CacheCorrupt,
     Fetched,
     Prefetch,
+    checksum,
     read_cache_checked,
     write_cache,
 )
@@ -182,3 +184,55 @@ def blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, bytes
         key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
         for key, value in entries.items()
     }
+
+
+class RowsFile:
+    """``rows.arrow`` for a new rows table, written on a thread while the build renders.
+
+    Arrow's IPC writer, the checksum and the file write all let go of the GIL: ≈ 0.1 s of a row-file
+    build (36 MB at 100,000 rows) leaves the main thread. The table goes to a temporary file beside
+    ``rows.arrow``, which :meth:`commit` puts in place once the build has succeeded and
+    :meth:`abandon` removes when it has not.
+    """
+
+    def __init__(self, folder: Path, typed: Any) -> None:
+        import os
+        import threading
+
+        self.typed = typed
+        self._folder = folder
+        self._tmp = folder / f".{ROWS_TABLE}.{os.getpid()}.{id(self)}.tmp"
+        self._digest: bytes | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write, name="rows-file", daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        import pyarrow as pa
+
+        try:
+            self._folder.mkdir(parents=True, exist_ok=True)
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_file(sink, self.typed.schema) as writer:
+                writer.write_table(self.typed)
+            data = memoryview(sink.getvalue())  # not copied into a bytes object (~36 MB)
+            self._digest = checksum(data)
+            with open(self._tmp, "wb") as handle:
+                handle.write(data)
+        except BaseException as exc:  # noqa: BLE001 - raised by commit, in the main thread
+            self._error = exc
+
+    def commit(self) -> bytes:
+        """Put the file in place; its checksum. Raises what writing it raised (an ``OSError``)."""
+        import os
+
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._digest is not None
+        os.replace(self._tmp, self._folder / ROWS_TABLE)
+        return self._digest
+
+    def abandon(self) -> None:
+        self._thread.join()
+        self._tmp.unlink(missing_ok=True)

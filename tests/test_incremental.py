@@ -562,3 +562,30 @@ def test_kept_parses_and_bodies_go_when_the_builder_changes(
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok  # from load.pickle
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", "after the builder changed")
+
+
+def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: Path) -> None:
+    """``rows.arrow`` for new rows is written on a thread while pages render (loadstore.RowsFile):
+    a build that fails leaves neither its temporary file nor a changed ``rows.arrow``; the next
+    build reads what the one that succeeded wrote."""
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    folder = state_dir(site, out.resolve())
+    before = (folder / "rows.arrow").read_bytes()
+    generate.add_row_file(site, 1, "2027-03-04")
+    template = site / "templates" / "recipe.html"
+    good = template.read_text(encoding="utf-8")
+    template.write_text(good.replace("{% endblock %}", "{{ 1 / 0 }}{% endblock %}", 1), encoding="utf-8")
+    with pytest.raises(ZeroDivisionError):
+        IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == []
+    assert (folder / "rows.arrow").read_bytes() == before
+    template.write_text(good, encoding="utf-8")
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    assert (folder / "rows.arrow").read_bytes() != before
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    again = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert again.ok and again.cache_note is None and again.reused > 0
+    assert clean_build(site, tmp_path / "clean") is None
+    assert_same_tree(out, tmp_path / "clean", "after the rows were saved from the thread")
