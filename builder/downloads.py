@@ -328,7 +328,49 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
-def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse: Reuse = no_reuse) -> Output:
+class SiteWideAhead:
+    """The site-wide row files (CSV, Parquet, DuckDB) begun on two threads before the pages render.
+
+    They read only the rows and their statuses, and Arrow's writers and DuckDB let go of the GIL:
+    a build that renders in this process (few pages: a row file added) makes them beside its
+    render instead of after it. Not beside forked render workers (DuckDB's threads and locks must
+    not be inherited by a fork). :meth:`close` waits for the threads (a failed build's)."""
+
+    def __init__(self, site: Site, recon: Reconciliation) -> None:
+        self.export = export_table(site, recon, None)
+        table = self.export.table
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads")
+        self._database = self._pool.submit(
+            duckdb_file, {"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}
+        )
+        self._text = self._pool.submit(lambda: (rows_csv(table), rows_parquet(table)))
+
+    def files(self) -> dict[str, bytes]:
+        """The CSV, Parquet and DuckDB files; raises what making them raised."""
+        csv, parquet = self._text.result()
+        return {ROWS_CSV: csv, ROWS_PARQUET: parquet, DUCKDB_FILE: self._database.result()}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def site_wide_key(reuse: Reuse) -> bytes | None:
+    """The key the site-wide downloads are kept under between builds."""
+    return reuse.key("downloads", deps.ROWS, deps.RECIPES)
+
+
+def begin_site_wide(site: Site, recon: Reconciliation, reuse: Reuse) -> SiteWideAhead | None:
+    """The site-wide downloads begun ahead, unless the previous build's are kept."""
+    return None if reuse.kept(site_wide_key(reuse)) else SiteWideAhead(site, recon)
+
+
+def download_files(
+    site: Site,
+    recon: Reconciliation,
+    markdown: Markdown,
+    reuse: Reuse = no_reuse,
+    ahead: SiteWideAhead | None = None,
+) -> Output:
     """Every download and API file, ``{output path: bytes}``.
 
     The site-wide files depend on every row and every recipe's front matter; a recipe's document
@@ -337,7 +379,7 @@ def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse:
 
     When the site-wide files are made, the CSV and Parquet files and the DuckDB database are written
     on two threads (Arrow's writers and DuckDB release the GIL) while this one writes the recipes'
-    documents from the same export table.
+    documents from the same export table. ``ahead``: those three begun already (then used here).
     """
     keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
     per_recipe: dict[str, Output] = {}
@@ -348,19 +390,17 @@ def download_files(site: Site, recon: Reconciliation, markdown: Markdown, reuse:
         return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
 
     def site_wide() -> Output:
-        export.append(export_table(site, recon, None))
-        table = export[0].table
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads") as pool:
-            database = pool.submit(
-                duckdb_file, {"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}
-            )
-            text = pool.submit(lambda: (rows_csv(table), rows_parquet(table)))
+        begun = ahead if ahead is not None else SiteWideAhead(site, recon)
+        export.append(begun.export)
+        try:
             per_recipe.update(reuse.many(keys, documents))
             index = _json(api_index(site, recon))
-            csv, parquet = text.result()
-            return {ROWS_CSV: csv, ROWS_PARQUET: parquet, DUCKDB_FILE: database.result(), API_INDEX: index}
+            return {**begun.files(), API_INDEX: index}
+        finally:
+            if ahead is None:
+                begun.close()
 
-    out: Output = dict(reuse(reuse.key("downloads", deps.ROWS, deps.RECIPES), site_wide))
+    out: Output = dict(reuse(site_wide_key(reuse), site_wide))
     if not export:  # the site-wide files were reused: only documents are left to make
         per_recipe.update(reuse.many(keys, documents))
     for slug in sorted(per_recipe):

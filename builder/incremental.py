@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from builder.config import SiteConfig
     from builder.content import Markdown, RenderedBody
     from builder.content_summary import ContentSummary
+    from builder.downloads import SiteWideAhead
     from builder.early_stages import EarlyStages
     from builder.load import Site
     from builder.loadcache import LoadCache
@@ -146,6 +147,8 @@ class IncrementalBuilder:
         """The output tree the build under way has begun."""
         self._rows_file: loadstore.RowsFile | None = None
         """``rows.arrow`` of the build under way, being written."""
+        self._ahead: SiteWideAhead | None = None
+        """The site-wide downloads of the build under way, begun before its render."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -266,6 +269,9 @@ class IncrementalBuilder:
             if self._rows_file is not None:
                 self._rows_file.abandon()  # the rows of a build that did not finish
                 self._rows_file = None
+            if self._ahead is not None:
+                self._ahead.close()  # its threads finish (a failed build did not take the files)
+                self._ahead = None
         self._unsettled = set()
         return report
 
@@ -488,6 +494,9 @@ class IncrementalBuilder:
         rows_now = not forks and state is not None
         if rows_now:
             self._write_rows(cache)
+            from builder.downloads import begin_site_wide
+
+            self._ahead = begin_site_wide(site, ctx.recon, memo)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         if linker is not None and forks:
             linker.start()
@@ -520,7 +529,7 @@ class IncrementalBuilder:
             self._write_rows(cache)  # after the last fork of the build
 
         files = OutputFiles(fresh, kept, out)
-        for name, stage in output_stages(site, ctx, memo):
+        for name, stage in output_stages(site, ctx, memo, self._ahead):
             produced = early.files(name) if name in early else stage(files)
             for path in produced:
                 if path in fresh or path in kept:

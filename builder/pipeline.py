@@ -17,6 +17,7 @@ from builder.reconcile import Reconciliation, reconcile_rows
 if TYPE_CHECKING:
     from builder.content import Markdown
     from builder.content_summary import ContentSummary
+    from builder.downloads import SiteWideAhead
     from builder.forked import Forked
     from builder.loadcache import LoadCache
     from builder.render import RenderContext
@@ -118,7 +119,9 @@ class BuildResult:
 Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
 
 
-def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> list[tuple[str, Stage]]:
+def output_stages(
+    site: Site, ctx: RenderContext, reuse: Reuse = no_reuse, ahead: SiteWideAhead | None = None
+) -> list[tuple[str, Stage]]:
     """Producers of output files that read the rendered pages, in order, after the page jobs.
 
     Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
@@ -129,7 +132,7 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
     from builder.toolkit import reader_files
 
     return [
-        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
+        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse, ahead)),
         *page_independent_stages(site, ctx.markdown, reuse),
     ]
 
