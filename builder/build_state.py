@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.errors import Problem
-from builder.inputs import PACKAGE_DIR, Inputs, Sources, scan_inputs
+from builder.inputs import DIGEST_NAME, PACKAGE_DIR, Inputs, Sources, scan_inputs
 
 if TYPE_CHECKING:
     pass
@@ -253,7 +253,14 @@ def environment_key(config: Sources, source_date_epoch: int | None) -> bytes:
         day = dt.datetime.fromtimestamp(source_date_epoch, tz=dt.UTC).date()
     else:
         day = dt.datetime.now(tz=dt.UTC).date()
-    parts = [sys.version, f"epoch={source_date_epoch}", f"day={day.isoformat()}", str(config.templates)]
+    parts = [
+        sys.version,
+        f"epoch={source_date_epoch}",
+        f"day={day.isoformat()}",
+        str(config.templates),
+        # Digests of unchanged files are carried from the record: only while made the same way.
+        f"digest={DIGEST_NAME}",
+    ]
     wanted = (
         "duckdb",
         "pyarrow",

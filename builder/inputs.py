@@ -44,6 +44,11 @@ RACY_NS = 2_000_000_000
 SKIP_DIRS = frozenset({"__pycache__", ".git", ".cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 
 
+DIGEST_NAME = "sha256/16"
+"""Names :func:`digest_bytes`' function; part of the environment key (change it with the function:
+a record whose digests were made otherwise is then not carried over)."""
+
+
 def digest_bytes(data: bytes) -> bytes:
     """A file's content hash. SHA-256 (cut to 16 bytes), not BLAKE2b: processors with SHA
     instructions (x86 since ~2019, ARMv8 such as the DGX Spark's) hash ≈ 1.9x faster with it

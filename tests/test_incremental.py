@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -589,3 +590,44 @@ def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: 
     assert again.ok and again.cache_note is None and again.reused > 0
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", "after the rows were saved from the thread")
+
+
+def test_an_edit_build_reads_only_the_changed_content_file(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unchanged pages come from the load cache by the digests the input scan carried over: those
+    digests and the cache's keys must be made by one function (see ``inputs.DIGEST_NAME``)."""
+    from builder.inputs import digest_bytes
+    from builder.loadcache import LoadCache
+
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited again.\n", encoding="utf-8")
+    parsed: list[str] = []
+    real_page = LoadCache.page
+
+    def page(self: LoadCache, rel: str, data: bytes, load: Any) -> Any:
+        parsed.append(rel)
+        return real_page(self, rel, data, load)
+
+    monkeypatch.setattr(LoadCache, "page", page)
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    assert engine.build(None).ok
+    assert parsed == [recipe.relative_to(site).as_posix()]
+    state = engine._state
+    assert state is not None
+    for rel, digest in state.inputs.digests.items():
+        if rel.startswith("content/"):
+            assert digest == digest_bytes((site / rel).read_bytes()), rel
+
+
+def test_the_environment_names_the_digest_function(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from builder import build_state
+
+    config = load_config(site)
+    before = build_state.environment_key(config, 0)
+    monkeypatch.setattr(build_state, "DIGEST_NAME", "another digest")
+    assert build_state.environment_key(config, 0) != before
