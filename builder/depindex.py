@@ -193,7 +193,7 @@ class StageMemo:
         usable: Callable[[str], bool],
         out: Path,
         glob: bytes,
-        deps_index: DepIndex,
+        deps_index: DepIndex | None,
     ) -> None:
         self.previous = previous
         self.usable = usable
@@ -203,6 +203,7 @@ class StageMemo:
         self.current: dict[bytes, tuple[str, ...]] = {}
 
     def key(self, name: str, *deps: str) -> bytes | None:
+        assert self.deps_index is not None, "dependency digests are known once the site is loaded"
         parts: list[bytes | str] = [name]
         for dep in deps:
             value = self.deps_index.digest(dep)

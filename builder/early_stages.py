@@ -3,8 +3,9 @@
 Search (:func:`builder.pipeline.page_independent_stages`) reads only the site and its markdown, yet
 ran after every page, and its Python (the file-system fallback, ~0.15 s at 1,000 recipes) and
 Pagefind's indexing (~0.3 s for a shard) added to every edit build. Started in a forked child
-(:class:`builder.forked.Forked`) as soon as the site is loaded, it runs on the other core while this
-process renders; the engine takes its files where the stage used to run. The child gets the
+(:class:`builder.forked.Forked`) as soon as the site's content pages are loaded (the rows load
+meanwhile: search reads none), it runs on the other core while this process loads and renders;
+the engine takes its files where the stage used to run. The child gets the
 engine's :class:`~builder.depindex.StageMemo` and markdown as they are at the fork and sends back
 what the stage added to them, so the build records the same memo keys and keeps the same
 rendered markdown as when the stage runs in-process. A child that fails is replaced by running the

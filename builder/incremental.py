@@ -74,7 +74,7 @@ from builder.inputs import Inputs, rescan_paths, scan_inputs
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from builder.config import SiteConfig
     from builder.content import Markdown, RenderedBody
@@ -364,15 +364,23 @@ class IncrementalBuilder:
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
             cache.changed = changed
+        begun = self._begin_stages(
+            config, cache, inputs, state, environment, damaged, changed, reused.site if reused else None
+        )
         setups: list[_StageSetup] = []
 
         def setup(site: Site) -> None:
-            setups.append(self._setup_stages(site, cache, inputs, state, environment, damaged, changed))
+            setups.append(self._setup_stages(begun, site, cache, inputs, state))
 
         # A first build starts no stage early: its setup waits for reconciliation (the load stage
         # stays what it measures).
         loaded = reused or load_and_reconcile(
-            config, cache=cache, on_loaded=setup if state is not None else None
+            config,
+            cache=cache,
+            on_loaded=setup if state is not None else None,
+            on_content=functools.partial(self._fork_search, begun, inputs, cache)
+            if state is not None
+            else None,
         )
         lap("load")
         loaded.problems.raise_if_any()
@@ -636,48 +644,78 @@ class IncrementalBuilder:
             seconds=seconds,
         )
 
-    def _setup_stages(
+    def _begin_stages(
         self,
-        site: Site,
+        config: SiteConfig,
         cache: LoadCache,
         inputs: Inputs,
         state: State | None,
         environment: bytes,
         damaged: set[str],
         changed: set[str] | None,
-    ) -> _StageSetup:
-        """What the output stages need, made as soon as the site is loaded; in a build with a
-        previous output the stages that read no page (search) start now, each in a forked child
-        (cancelled by :meth:`run` if the build fails). Not in a first build: indexing everything
+        site: Site | None,
+    ) -> _Begun:
+        """The markdown and stage memo of the build, made before the site loads. In a build with a
+        previous output the stages that read no page (search) start in a forked child
+        (:meth:`_fork_search`, cancelled by :meth:`run` if the build fails): now when ``site`` is
+        given (a template-only rebuild), else as soon as the content pages are loaded, while the
+        rows (which search does not read) load here. Not in a first build: indexing everything
         beside two render workers on two cores made both slower than one after the other (cold
-        build 16.8 s → 22.1 s). Before reconciliation, which they do not need: an edit build waited
-        for them (≈ 0.6 s of Python and Pagefind beside ≈ 0.45 s of render here)."""
+        build 16.8 s → 22.1 s)."""
         from builder.content import Markdown
-        from builder.early_stages import EarlyStages
-        from builder.forked import Notice
-        from builder.pipeline import page_independent_stages
 
         markdown = Markdown(self._markdown if self._markdown is not None else {})
         previous = state.outputs if state is not None else {}
         glob = global_digest(inputs, environment)
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
-        deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
+        earlier = state.dep_digests if state is not None else None
         memo = StageMemo(
             state.memo if state is not None else {},
             lambda p: p in previous and p not in damaged,
             self.config.out,
             glob,
-            deps_index,
+            None,  # its dependency digests come with the site (_setup_stages)
         )
-        summary: Callable[[], ContentSummary | None] | None = None
+        begun = _Begun(markdown, memo, glob, earlier, changed, None)
+        if state is not None and site is not None:
+            self._fork_search(begun, inputs, cache, site)
+        return begun
+
+    def _fork_search(self, begun: _Begun, inputs: Inputs, cache: LoadCache, site: Site) -> None:
+        """Start the search stage in a forked child on ``site`` (its content pages are enough)."""
+        from builder.early_stages import EarlyStages
+        from builder.forked import Notice
+
+        if self._early is not None:
+            return  # a load calls back once; a started child stays
+        notice: Notice[ContentSummary] = Notice()
+        search = functools.partial(
+            _search_in_child,
+            site,
+            begun.markdown,
+            begun.memo,
+            inputs,
+            cache,
+            begun.earlier,
+            begun.changed,
+            notice.send,
+        )
+        self._early = EarlyStages([("search", search)], begun.markdown, begun.memo, notice)
+        begun.summary = notice.receive
+
+    def _setup_stages(
+        self, begun: _Begun, site: Site, cache: LoadCache, inputs: Inputs, state: State | None
+    ) -> _StageSetup:
+        """What the output stages need once the site is loaded: the dependency digests (and the
+        search child, if the content pages did not load on their own to start it sooner)."""
         if state is not None:
-            notice: Notice[ContentSummary] = Notice()
-            stages = page_independent_stages(site, markdown, memo, notice.send)
-            self._early = EarlyStages(stages, markdown, memo, notice)
-            summary = notice.receive
+            self._fork_search(begun, inputs, cache, site)
+        deps_index = DepIndex(inputs, cache, site, begun.earlier, begun.changed)
+        begun.memo.deps_index = deps_index
+        changed = begun.changed
         templates = None if changed is None else {key for key in changed if key.startswith("templates/")}
-        return _StageSetup(markdown, deps_index, memo, glob, templates, summary)
+        return _StageSetup(begun.markdown, deps_index, begun.memo, begun.glob, templates, begun.summary)
 
     def _reuse_loaded(
         self,
@@ -836,6 +874,41 @@ class IncrementalBuilder:
         except OSError:
             self._saved_load = self._base = None
             self._discard(folder)
+
+
+@dataclass
+class _Begun:
+    """See :meth:`IncrementalBuilder._begin_stages`."""
+
+    markdown: Markdown
+    memo: StageMemo
+    glob: bytes
+    earlier: dict[str, bytes | None] | None
+    """The previous build's dependency digests."""
+    changed: set[str] | None
+    """Inputs changed since the previous build; None when its digests cannot be carried over."""
+    summary: Callable[[], ContentSummary | None] | None
+
+
+def _search_in_child(
+    site: Site,
+    markdown: Markdown,
+    memo: StageMemo,
+    inputs: Inputs,
+    cache: LoadCache,
+    earlier: dict[str, bytes | None] | None,
+    changed: set[str] | None,
+    announce: Callable[[ContentSummary], None],
+    files: Mapping[str, bytes],
+) -> dict[str, bytes]:
+    """The search stage as the early child runs it, on the site as far as it is loaded."""
+    from builder.pipeline import page_independent_stages
+
+    # Search keys its files by what it reads (records), not by dependency names; a memo whose
+    # digests would be asked for still gets this site's.
+    memo.deps_index = DepIndex(inputs, cache, site, earlier, changed)
+    [(_, search)] = page_independent_stages(site, markdown, memo, announce)
+    return search(files)
 
 
 @dataclass

@@ -399,12 +399,16 @@ def load_site(
     extra_row_files: list[RowFile] | None = None,
     cache: LoadCache | None = None,
     started: Forked[_Content] | None = None,
+    on_content: Callable[[Site], None] | None = None,
 ) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``.
 
     ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
     the site and the problems are the same either way. ``started``: the content load that
     :func:`start_content_load` began for this site (without a cache); this call finishes it.
+    ``on_content``: called, when the pages load from ``cache`` without a problem, with a site of
+    those pages alone (no row files, no rows) before the rows load: for a stage that reads only
+    content, begun in a forked child meanwhile (the engine's search).
     """
     import pyarrow as pa
 
@@ -445,6 +449,10 @@ def load_site(
     try:
         if content is None:
             loaded = compute()
+            if on_content is not None and not loaded.problems.errors and not problems.errors:
+                no_rows: Any = None  # a content stage reads none
+                pages = (loaded.recipes, loaded.case_studies, loaded.posts)
+                on_content(Site(config, hardware, nodes, *pages, [], no_rows, None))
         read = cache is not None and scanned is None  # else read only when parsed
         files = discover_row_files(root, read=read) + list(extra_row_files or [])
         con: duckdb.DuckDBPyConnection | None = None

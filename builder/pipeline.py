@@ -57,13 +57,17 @@ def load_with_annotations(
     *,
     cache: LoadCache | None = None,
     started: Forked[Any] | None = None,
+    on_content: Callable[[Site], None] | None = None,
 ) -> tuple[Site, Problems, list[LocatedAnnotation]]:
     """The load stage: the site (possibly partial), every problem found, and the annotations.
 
-    ``started``: a content load begun ahead (:func:`builder.load.start_content_load`)."""
+    ``started``: a content load begun ahead (:func:`builder.load.start_content_load`);
+    ``on_content``: see :func:`builder.load.load_site`."""
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache, started=started))
+    site: Site = timings.measure(
+        "load", lambda: load_site(config, problems, cache=cache, started=started, on_content=on_content)
+    )
     return site, problems, load_annotations(config.root, site.recipes, problems)
 
 
@@ -73,15 +77,17 @@ def load_and_reconcile(
     *,
     cache: LoadCache | None = None,
     on_loaded: Callable[[Site], None] | None = None,
+    on_content: Callable[[Site], None] | None = None,
 ) -> Loaded:
     """Load and validate everything; reconcile only when the input is valid.
 
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.loadcache`).
     ``on_loaded`` is called with the site once it loaded without problems, before reconciliation
-    (the engine starts the stages that need no reconciliation then).
+    (the engine starts the stages that need no reconciliation then); ``on_content`` with its
+    content pages alone as soon as they are loaded (:func:`builder.load.load_site`).
     """
     timings = timings or Timings()
-    site, problems, annotations = load_with_annotations(config, timings, cache=cache)
+    site, problems, annotations = load_with_annotations(config, timings, cache=cache, on_content=on_content)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
     if problems:
