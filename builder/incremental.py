@@ -37,7 +37,6 @@ import functools
 import os
 import pickle
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,22 +62,17 @@ from builder.build_state import (
 )
 from builder.depindex import (
     KEPT,
-    DepIndex,
     OutputFiles,
-    StageMemo,
     digest_parts,
-    global_digest,
 )
 from builder.errors import BuildAborted, BuilderError
 from builder.inputs import Inputs, rescan_paths, scan_inputs
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
+from builder.stage_setup import StageSetup, begin_stages, fork_search, stage_setup
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
     from builder.config import SiteConfig
-    from builder.content import Markdown, RenderedBody
-    from builder.content_summary import ContentSummary
+    from builder.content import RenderedBody
     from builder.downloads import SiteWideAhead
     from builder.early_stages import EarlyStages
     from builder.load import Site
@@ -364,23 +358,28 @@ class IncrementalBuilder:
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
             cache.changed = changed
-        begun = self._begin_stages(
-            config, cache, inputs, state, environment, damaged, changed, reused.site if reused else None
-        )
-        setups: list[_StageSetup] = []
+        begun = begin_stages(self._markdown, config.out, inputs, state, environment, damaged, changed)
+        setups: list[StageSetup] = []
+
+        def start_search(site: Site) -> None:
+            """The search child, forked once: on the content pages as soon as they are loaded (or
+            the site reused), else on the whole site. Not in a first build (see stage_setup)."""
+            if state is not None and self._early is None:
+                self._early = fork_search(begun, inputs, cache, site)
 
         def setup(site: Site) -> None:
-            setups.append(self._setup_stages(begun, site, cache, inputs, state))
+            start_search(site)
+            setups.append(stage_setup(begun, site, cache, inputs))
 
+        if reused:
+            start_search(reused.site)
         # A first build starts no stage early: its setup waits for reconciliation (the load stage
         # stays what it measures).
         loaded = reused or load_and_reconcile(
             config,
             cache=cache,
             on_loaded=setup if state is not None else None,
-            on_content=functools.partial(self._fork_search, begun, inputs, cache)
-            if state is not None
-            else None,
+            on_content=start_search if state is not None else None,
         )
         lap("load")
         loaded.problems.raise_if_any()
@@ -644,79 +643,6 @@ class IncrementalBuilder:
             seconds=seconds,
         )
 
-    def _begin_stages(
-        self,
-        config: SiteConfig,
-        cache: LoadCache,
-        inputs: Inputs,
-        state: State | None,
-        environment: bytes,
-        damaged: set[str],
-        changed: set[str] | None,
-        site: Site | None,
-    ) -> _Begun:
-        """The markdown and stage memo of the build, made before the site loads. In a build with a
-        previous output the stages that read no page (search) start in a forked child
-        (:meth:`_fork_search`, cancelled by :meth:`run` if the build fails): now when ``site`` is
-        given (a template-only rebuild), else as soon as the content pages are loaded, while the
-        rows (which search does not read) load here. Not in a first build: indexing everything
-        beside two render workers on two cores made both slower than one after the other (cold
-        build 16.8 s → 22.1 s)."""
-        from builder.content import Markdown
-
-        markdown = Markdown(self._markdown if self._markdown is not None else {})
-        previous = state.outputs if state is not None else {}
-        glob = global_digest(inputs, environment)
-        if state is None or state.glob != glob:
-            changed = None  # the earlier digests are another build's: nothing can be carried over
-        earlier = state.dep_digests if state is not None else None
-        memo = StageMemo(
-            state.memo if state is not None else {},
-            lambda p: p in previous and p not in damaged,
-            self.config.out,
-            glob,
-            None,  # its dependency digests come with the site (_setup_stages)
-        )
-        begun = _Begun(markdown, memo, glob, earlier, changed, None)
-        if state is not None and site is not None:
-            self._fork_search(begun, inputs, cache, site)
-        return begun
-
-    def _fork_search(self, begun: _Begun, inputs: Inputs, cache: LoadCache, site: Site) -> None:
-        """Start the search stage in a forked child on ``site`` (its content pages are enough)."""
-        from builder.early_stages import EarlyStages
-        from builder.forked import Notice
-
-        if self._early is not None:
-            return  # a load calls back once; a started child stays
-        notice: Notice[ContentSummary] = Notice()
-        search = functools.partial(
-            _search_in_child,
-            site,
-            begun.markdown,
-            begun.memo,
-            inputs,
-            cache,
-            begun.earlier,
-            begun.changed,
-            notice.send,
-        )
-        self._early = EarlyStages([("search", search)], begun.markdown, begun.memo, notice)
-        begun.summary = notice.receive
-
-    def _setup_stages(
-        self, begun: _Begun, site: Site, cache: LoadCache, inputs: Inputs, state: State | None
-    ) -> _StageSetup:
-        """What the output stages need once the site is loaded: the dependency digests (and the
-        search child, if the content pages did not load on their own to start it sooner)."""
-        if state is not None:
-            self._fork_search(begun, inputs, cache, site)
-        deps_index = DepIndex(inputs, cache, site, begun.earlier, begun.changed)
-        begun.memo.deps_index = deps_index
-        changed = begun.changed
-        templates = None if changed is None else {key for key in changed if key.startswith("templates/")}
-        return _StageSetup(begun.markdown, deps_index, begun.memo, begun.glob, templates, begun.summary)
-
     def _reuse_loaded(
         self,
         config: SiteConfig,
@@ -874,52 +800,3 @@ class IncrementalBuilder:
         except OSError:
             self._saved_load = self._base = None
             self._discard(folder)
-
-
-@dataclass
-class _Begun:
-    """See :meth:`IncrementalBuilder._begin_stages`."""
-
-    markdown: Markdown
-    memo: StageMemo
-    glob: bytes
-    earlier: dict[str, bytes | None] | None
-    """The previous build's dependency digests."""
-    changed: set[str] | None
-    """Inputs changed since the previous build; None when its digests cannot be carried over."""
-    summary: Callable[[], ContentSummary | None] | None
-
-
-def _search_in_child(
-    site: Site,
-    markdown: Markdown,
-    memo: StageMemo,
-    inputs: Inputs,
-    cache: LoadCache,
-    earlier: dict[str, bytes | None] | None,
-    changed: set[str] | None,
-    announce: Callable[[ContentSummary], None],
-    files: Mapping[str, bytes],
-) -> dict[str, bytes]:
-    """The search stage as the early child runs it, on the site as far as it is loaded."""
-    from builder.pipeline import page_independent_stages
-
-    # Search keys its files by what it reads (records), not by dependency names; a memo whose
-    # digests would be asked for still gets this site's.
-    memo.deps_index = DepIndex(inputs, cache, site, earlier, changed)
-    [(_, search)] = page_independent_stages(site, markdown, memo, announce)
-    return search(files)
-
-
-@dataclass
-class _StageSetup:
-    """See :meth:`IncrementalBuilder._setup_stages`."""
-
-    markdown: Markdown
-    deps_index: DepIndex
-    memo: StageMemo
-    glob: bytes
-    changed_templates: set[str] | None
-    """Templates changed since the previous build; None when unknown (another build or none)."""
-    summary_source: Callable[[], ContentSummary | None] | None = None
-    """The content summary from the search child (see :mod:`builder.content_summary`)."""
