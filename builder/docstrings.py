@@ -3,9 +3,10 @@
 Each field of a format model is documented by the string literal under it. pydantic can turn those
 into descriptions as each class is made (``use_attribute_docstrings``), but it finds each class's
 source through :mod:`inspect`, which walks every loaded module: ≈ 25 ms of every command's start-up.
-Only the JSON Schema export, the scaffolds of ``new`` and the data dictionary of the API page read the
-descriptions, so they call :func:`described` first, which reads each module's source once and gives
-every field without a description its docstring, cleaned as pydantic cleans it.
+Only the JSON Schema export reads descriptions: it calls :func:`described` first, which reads each
+module's source once and gives every field without a description its docstring, cleaned as pydantic
+cleans it. The scaffolds of ``new`` and the API page's data dictionary take the docstrings alone
+(:func:`field_docs`), without making the models' schemas again (≈ 0.04 s).
 """
 
 from __future__ import annotations
@@ -55,19 +56,28 @@ def _module_docstrings(module_name: str) -> dict[str, dict[str, str]]:
     return attribute_docstrings(Path(module.__file__).read_text(encoding="utf-8"))
 
 
-def describe(model: type[BaseModel]) -> None:
-    """Give each field of ``model`` without a description the docstring of the class declaring it."""
-    changed = False
-    for name, info in model.model_fields.items():
-        if info.description is not None:
-            continue
+def field_docs(model: type[BaseModel]) -> dict[str, str]:
+    """Each field of ``model`` with its docstring (of the class declaring it), the model untouched:
+    for text that needs the docstrings and not the JSON Schema (a data dictionary, scaffolds)."""
+    docs: dict[str, str] = {}
+    for name in model.model_fields:
         for klass in model.__mro__:
             if name in klass.__dict__.get("__annotations__", {}):
                 doc = _module_docstrings(klass.__module__).get(klass.__qualname__, {}).get(name)
                 if doc is not None:
-                    info.description = doc
-                    changed = True
+                    docs[name] = doc
                 break
+    return docs
+
+
+def describe(model: type[BaseModel]) -> None:
+    """Give each field of ``model`` without a description the docstring of the class declaring it."""
+    changed = False
+    docs = field_docs(model)
+    for name, info in model.model_fields.items():
+        if info.description is None and name in docs:
+            info.description = docs[name]
+            changed = True
     if changed:
         # The schema (and so the JSON Schema) is made from the fields: made again with the new text.
         model.model_rebuild(force=True)

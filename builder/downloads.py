@@ -438,9 +438,9 @@ EXPORT_DOCS: dict[str, tuple[str, str]] = {
 
 def column_docs() -> list[tuple[str, str, str]]:
     """(column, type, meaning) of every column of the row exports, from the row model's docstrings."""
-    from builder.docstrings import described
+    from builder.docstrings import field_docs
 
-    described()
+    docs = field_docs(Row)
     out = []
     for name in EXPORT_COLUMNS:
         if name in EXPORT_DOCS:
@@ -448,7 +448,7 @@ def column_docs() -> list[tuple[str, str, str]]:
         else:
             info = Row.model_fields[name]
             kind = _kind(str(info.annotation))
-            text = (info.description or "").replace("``", "`")
+            text = docs.get(name, "").replace("``", "`")
         out.append((name, kind, text))
     return out
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from builder.config import SiteConfig
 from builder.content import slugify
-from builder.docstrings import described
+from builder.docstrings import field_docs
 from builder.errors import ConfigError
 from builder.models import SLUG_RE, CaseStudyMeta, PostMeta, RecipeMeta
 from builder.yamlio import YamlProblem, load_yaml
@@ -100,10 +100,10 @@ def _one_of(ids: list[str], what: str) -> str:
 
 
 def _front(model: type[BaseModel], hints: dict[str, str], fixed: dict[str, list[str]]) -> list[str]:
-    described()
+    docs = field_docs(model)
     lines: list[str] = []
     for name, info in model.model_fields.items():
-        lines.extend(_comment(info.description or ""))
+        lines.extend(_comment(docs.get(name, "")))
         if name in fixed:
             lines.extend(fixed[name])
         elif info.is_required():

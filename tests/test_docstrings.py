@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
 from builder import config, models
-from builder.docstrings import DOCUMENTED_MODULES, attribute_docstrings, described
+from builder.docstrings import DOCUMENTED_MODULES, attribute_docstrings, described, field_docs
 
 SOURCE = textwrap.dedent(
     '''
@@ -61,6 +61,7 @@ def test_descriptions_match_pydantics_own_reading(model: type[BaseModel]) -> Non
     expected = extract_docstrings_from_cls(model, use_inspect=True)
     got = {name: info.description for name, info in model.model_fields.items() if name in expected}
     assert got == expected
+    assert field_docs(model) == expected  # the same text without touching the model
     assert expected or not model.model_fields, f"{model.__name__} documents no field"
 
 

@@ -12,6 +12,7 @@ import pytest
 from builder.check import check_site
 from builder.cli import main
 from builder.config import load_config
+from builder.docstrings import field_docs
 from builder.errors import ConfigError
 from builder.models import CaseStudyMeta, PostMeta, RecipeMeta
 from builder.scaffold import scaffold
@@ -76,9 +77,11 @@ def test_every_field_is_explained(kind: str, make_site: MakeSite) -> None:
     root = make_site()
     text = scaffold(load_config(root), kind, "fresh", dt.date(2026, 1, 2)).text
     front = text.split("---")[1]
-    for name, info in MODELS[kind].model_fields.items():
+    docs = field_docs(MODELS[kind])
+    for name in MODELS[kind].model_fields:
         assert re.search(rf"^(# )?{name}:", front, re.MULTILINE), name
-        first_words = " ".join((info.description or "").replace("``", "`").split()[:4])
+        assert docs.get(name), f"{name} has no docstring"
+        first_words = " ".join(docs[name].replace("``", "`").split()[:4])
         assert first_words in " ".join(line.lstrip("# ") for line in front.split("\n")), name
 
 
