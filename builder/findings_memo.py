@@ -240,6 +240,37 @@ class SiteFindings:
             if (any(f.is_open for f in self._done[slug]) if slug in self._done else self._kept[slug][2] > 0)
         )
 
+    def digest(self) -> str | None:
+        """A hash of every recipe's findings as stored (the computed ones detached and pickled
+        now, as the record's save would), without restoring any: pages that list the findings
+        depend on it, not on every row. None when a recipe's are not stored."""
+        import hashlib
+
+        self._memo.settle()
+        stored = self._memo.stored
+        whole = hashlib.sha256(b"findings\0")
+        for slug in self._slugs:
+            entry = stored.get(slug)
+            if entry is None:
+                return None
+            whole.update(f"{slug}\0{len(entry[1])}\0".encode())
+            whole.update(entry[1])
+        return whole.hexdigest()
+
+    def counts(self) -> tuple[int, int]:
+        """(findings, open findings) without restoring a kept recipe's: its stored count is both
+        (one never restored has no annotation)."""
+        total = opened = 0
+        for slug in self._slugs:
+            done = self._done.get(slug)
+            if done is None:
+                total += self._kept[slug][2] if slug in self._kept else 0
+                opened += self._kept[slug][2] if slug in self._kept else 0
+            else:
+                total += len(done)
+                opened += sum(1 for f in done if f.is_open)
+        return total, opened
+
     def _take(self, slugs: list[str]) -> None:
         if not slugs:
             return

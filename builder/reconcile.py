@@ -121,6 +121,18 @@ class Reconciliation:
             return self.source.open_recipe_count()
         return len({f.recipe for f in self.findings if f.is_open})
 
+    def findings_digest(self) -> str | None:
+        """A hash of every finding when an earlier build's are kept (:meth:`SiteFindings.digest`);
+        None without (then a page listing findings depends on the rows)."""
+        return self.source.digest() if self.source is not None else None
+
+    def finding_counts(self) -> tuple[int, int]:
+        """(findings, open findings), counted without restoring kept ones (the home page's
+        figures: restoring all 1,000 recipes' findings cost a row-file build ≈ 0.1 s)."""
+        if self._findings is None and self.source is not None:
+            return self.source.counts()
+        return len(self.findings), sum(1 for f in self.findings if f.is_open)
+
     @property
     def open_findings(self) -> list[Finding]:
         """Findings no curator has annotated yet."""

@@ -358,6 +358,7 @@ def recipe_groups(site: Site) -> list[tuple[str, list[tuple[str, list[Any]]]]]:
 
 
 def render_index(ctx: RenderContext) -> bytes:
+    findings_total, findings_open = ctx.recon.finding_counts()
     return ctx.page(
         "index.html",
         "index.html",
@@ -367,8 +368,8 @@ def render_index(ctx: RenderContext) -> bytes:
         hardware_name=ctx.site.hardware_name,
         row_count=ctx.site.rows.num_rows,
         recipe_count=len(ctx.site.recipes),
-        findings_open=len(ctx.recon.open_findings),
-        findings_total=len(ctx.recon.findings),
+        findings_open=findings_open,
+        findings_total=findings_total,
     )
 
 

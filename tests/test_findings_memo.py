@@ -262,14 +262,18 @@ def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
     assert recon is not None and recon.source is not None
     assert asked == []  # nothing restored by the load
     assert recon.open_recipe_count() == expected.recon.open_recipe_count() > 0
+    total = len(expected.recon.findings)
+    assert recon.finding_counts() == (total, len(expected.recon.open_findings)) and total > 0
     assert asked == []  # counted from the memo
     first = recon.findings_for(SLUGS[0])
     assert asked == [[SLUGS[0]]]
     assert [f.as_json() for f in first] == [f.as_json() for f in expected.recon.findings_for(SLUGS[0])]
     assert recon.findings_for(SLUGS[0])[0] is first[0]  # the same objects again
+    assert recon.finding_counts() == expected.recon.finding_counts()  # one restored, the rest counted
     assert [f.as_json() for f in recon.findings] == [f.as_json() for f in expected.recon.findings]
     assert asked == [[SLUGS[0]], SLUGS[1:]]
     assert recon.findings[0] is first[0]
+    assert recon.finding_counts() == expected.recon.finding_counts()
 
 
 def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(

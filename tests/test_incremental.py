@@ -631,3 +631,35 @@ def test_the_environment_names_the_digest_function(site: Path, monkeypatch: pyte
     before = build_state.environment_key(config, 0)
     monkeypatch.setattr(build_state, "DIGEST_NAME", "another digest")
     assert build_state.environment_key(config, 0) != before
+
+
+def test_findings_pages_follow_the_findings_not_every_row(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/findings/ and its feed depend on a digest of the findings (findings_memo.SiteFindings.digest):
+    a row file that changes no finding renders neither; one that makes a finding renders both."""
+    from builder import findings_pages
+
+    generate.add_row_file(site, 0, "2026-12-01", rows=24, seed=9, factor=0.5)  # a finding to list
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    assert "<entry>" in (out / "findings" / "feed.xml").read_text(encoding="utf-8")
+    rendered: list[str] = []
+    real = findings_pages.render_findings_feed
+
+    def feed(ctx: Any) -> bytes:
+        rendered.append("feed")
+        return real(ctx)
+
+    monkeypatch.setattr(findings_pages, "render_findings_feed", feed)
+    generate.add_row_file(site, 2, "2027-02-01", rows=24, seed=11)  # a run that agrees
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and rendered == []
+    before = (out / "findings" / "feed.xml").read_bytes()
+    generate.add_row_file(site, 2, "2027-03-01", rows=24, seed=12, factor=0.5)  # a regression
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and rendered == ["feed"]
+    assert (out / "findings" / "feed.xml").read_bytes() != before
+    assert "findings/index.html" in report.written
+    assert clean_build(site, tmp_path / "clean") is None
+    assert_same_tree(out, tmp_path / "clean", "after a row file made a finding")
