@@ -24,7 +24,6 @@ import io
 import json
 import struct
 import tempfile
-from collections import defaultdict
 from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -296,9 +295,7 @@ def recipe_documents(
 def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     base = site.config.settings.base_url
     counts = dict(site.con.execute("SELECT recipe, count(*) FROM rows GROUP BY recipe").fetchall())
-    findings: dict[str, int] = defaultdict(int)
-    for finding in recon.findings:
-        findings[finding.recipe] += 1
+    findings = {slug: pair[0] for slug, pair in recon.finding_counts_by_recipe().items()}
     recipes = []
     for slug in sorted(site.recipes):
         meta = site.recipes[slug].meta
@@ -313,7 +310,7 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
                 "url": f"{base}recipes/{slug}/",
                 "api": base + recipe_api_path(slug),
                 "rows": counts.get(slug, 0),
-                "findings": findings[slug],
+                "findings": findings.get(slug, 0),
             }
         )
     return {

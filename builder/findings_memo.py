@@ -257,19 +257,18 @@ class SiteFindings:
             whole.update(entry[1])
         return whole.hexdigest()
 
-    def counts(self) -> tuple[int, int]:
-        """(findings, open findings) without restoring a kept recipe's: its stored count is both
-        (one never restored has no annotation)."""
-        total = opened = 0
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per recipe, (findings, open findings), without restoring a kept recipe's: its stored
+        count is both (one never restored has no annotation)."""
+        out: dict[str, tuple[int, int]] = {}
         for slug in self._slugs:
             done = self._done.get(slug)
             if done is None:
-                total += self._kept[slug][2] if slug in self._kept else 0
-                opened += self._kept[slug][2] if slug in self._kept else 0
+                count = self._kept[slug][2] if slug in self._kept else 0
+                out[slug] = (count, count)
             else:
-                total += len(done)
-                opened += sum(1 for f in done if f.is_open)
-        return total, opened
+                out[slug] = (len(done), sum(1 for f in done if f.is_open))
+        return out
 
     def _take(self, slugs: list[str]) -> None:
         if not slugs:
