@@ -23,8 +23,9 @@ from builder.inputs import DIGEST_NAME, PACKAGE_DIR, Inputs, Sources, scan_input
 if TYPE_CHECKING:
     pass
 
-FORMAT = 7
-"""Bumped whenever what the cache files hold changes shape (6: CRC-32 checksums; 7: dependency digests)."""
+FORMAT = 8
+"""Bumped whenever what the cache files hold changes shape (6: CRC-32 checksums; 7: dependency
+digests; 8: the load cache's blobs in a file of their own)."""
 MAGIC = b"llm-recipes-builder cache\n"
 MARKER = ".llm-recipes-site"  # = builder.output.MARKER, not imported: the no-op path stays light
 
@@ -105,13 +106,16 @@ def read_cache(path: Path) -> Any:
 HEADER_SIZE = len(MAGIC) + 4 + CHECKSUM_SIZE
 """Magic, format and checksum before a cache file's pickled payload."""
 
-LOAD_BASE, LOAD_DELTA, ROWS_TABLE = "load.pickle", "load.delta.pickle", "rows.arrow"
-"""The load cache's files (:mod:`builder.loadstore`); the rows table is Arrow IPC, checked whole."""
+LOAD_BASE, LOAD_BLOBS, LOAD_DELTA = "load.pickle", "blobs.pickle", "load.delta.pickle"
+"""The load cache's files (:mod:`builder.loadstore`)."""
+ROWS_TABLE = "rows.arrow"
+"""The rows table, Arrow IPC, checked whole."""
 
 
 def load_cache_files(folder: Path) -> dict[Path, int]:
     """The load cache's files in ``folder``, each with the length of its header."""
-    return {folder / LOAD_BASE: HEADER_SIZE, folder / LOAD_DELTA: HEADER_SIZE, folder / ROWS_TABLE: 0}
+    pickles = (LOAD_BASE, LOAD_BLOBS, LOAD_DELTA)
+    return {**{folder / name: HEADER_SIZE for name in pickles}, folder / ROWS_TABLE: 0}
 
 
 def read_cache_checked(path: Path, fetched: Fetched | None = None) -> tuple[Any, bytes] | None:

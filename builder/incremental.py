@@ -349,6 +349,7 @@ class IncrementalBuilder:
         if self._cache_code != code:
             self._cache, self._markdown, self._cache_code = None, None, code
             self._page_blobs, self._body_blobs = {}, {}
+            self._base = None  # blobs of other code: written anew, never amended
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
         changed = inputs.changed(state.inputs) if state is not None else None
@@ -734,7 +735,7 @@ class IncrementalBuilder:
             raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None
 
     def _discard(self, folder: Path) -> None:
-        for name in ("state.pickle", loadstore.BASE, loadstore.DELTA, ROWS_TABLE):
+        for name in ("state.pickle", loadstore.BASE, loadstore.BLOBS, loadstore.DELTA, ROWS_TABLE):
             try:
                 (folder / name).unlink()
             except OSError:

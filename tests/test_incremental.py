@@ -433,6 +433,7 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
         ("state.pickle", "flip"),
         ("load.pickle", "flip"),
         ("load.pickle", "garbage"),
+        ("blobs.pickle", "flip"),
         ("rows.arrow", "flip"),
         ("rows.arrow", "empty"),
         ("load.delta.pickle", "flip"),

@@ -45,12 +45,14 @@ def test_an_edit_writes_a_delta_and_the_next_build_reads_it(root: Path, tmp_path
     _build_fresh(root, out)
     folder = state_dir(root, out)
     base = (folder / loadstore.BASE).stat()
+    blobs = (folder / loadstore.BLOBS).stat()
     assert not (folder / loadstore.DELTA).exists()
     _edit(root, "A first synthetic edit.")
     _build_fresh(root, out)
     assert (folder / loadstore.BASE).stat().st_ino == base.st_ino  # not written again
+    assert (folder / loadstore.BLOBS).stat().st_ino == blobs.st_ino
     delta = (folder / loadstore.DELTA).stat().st_size
-    assert 0 < delta < base.st_size
+    assert 0 < delta < blobs.st_size
     stored = loadstore.read(folder)
     assert stored is not None
     edited = ("content/recipes/tiny-2.md", digest_bytes((root / "content/recipes/tiny-2.md").read_bytes()))
@@ -82,19 +84,46 @@ def test_a_delta_that_cannot_be_used_is_ignored(root: Path, tmp_path: Path, dama
     assert _files(out) == _files(tmp_path / "clean")
 
 
-def test_a_change_of_the_cache_object_writes_a_new_base(root: Path, tmp_path: Path) -> None:
+def test_a_change_of_the_cache_object_writes_load_pickle_alone(root: Path, tmp_path: Path) -> None:
+    """A row file changes the cache object (rows, findings keys, statuses), not the parsed pages and
+    bodies: load.pickle is written again, blobs.pickle is not, and the delta goes on."""
     out = tmp_path / "out"
     _build_fresh(root, out)
     _edit(root, "A synthetic edit.")
     _build_fresh(root, out)
     folder = state_dir(root, out)
     before = (folder / loadstore.BASE).stat().st_ino
+    blobs = (folder / loadstore.BLOBS).stat().st_ino
     assert (folder / loadstore.DELTA).exists()
     rows = next((root / "data/rows").rglob("*.csv"))
     lines = rows.read_text(encoding="utf-8").splitlines(keepends=True)
     rows.write_text("".join(lines + [lines[-1].replace("2026-01-02", "2026-01-03", 1)]), encoding="utf-8")
     _build_fresh(root, out)
     assert (folder / loadstore.BASE).stat().st_ino != before
-    assert not (folder / loadstore.DELTA).exists()
+    assert (folder / loadstore.BLOBS).stat().st_ino == blobs
+    assert (folder / loadstore.DELTA).exists()
+    build(load_config(root, tmp_path / "clean"), cache=False)
+    assert _files(out) == _files(tmp_path / "clean")
+    _edit(root, "Another synthetic edit.")  # read back: load.pickle names the blobs beside it
+    engine = IncrementalBuilder(load_config(root, out), workers=1)
+    report = engine.build(None)
+    assert report.ok and report.cache_note is None and report.reused > 0
+
+
+def test_blobs_that_load_pickle_does_not_name_discard_the_cache(root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _build_fresh(root, out)
+    folder = state_dir(root, out)
+    (tmp_path / "keep").write_bytes((folder / loadstore.BLOBS).read_bytes())
+    _edit(root, "A synthetic edit.")
+    _build_fresh(root, out)
+    for _ in range(6):  # enough edits for the delta to give way to a new blobs.pickle
+        _edit(root, "x" * 4000)
+        _build_fresh(root, out)
+    assert (folder / loadstore.BLOBS).read_bytes() != (tmp_path / "keep").read_bytes()
+    (folder / loadstore.BLOBS).write_bytes((tmp_path / "keep").read_bytes())  # an older one
+    _edit(root, "The last edit.")
+    report = IncrementalBuilder(load_config(root, out), workers=1).build(None)
+    assert report.ok and report.cache_note is not None and "blobs.pickle" in report.cache_note
     build(load_config(root, tmp_path / "clean"), cache=False)
     assert _files(out) == _files(tmp_path / "clean")
