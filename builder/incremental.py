@@ -23,8 +23,8 @@ How a rebuild stays correct
 
 Where the record lives
     ``<root>/.cache/builder/incremental/<hash of the output path>/``: ``state.pickle`` (input and
-    output digests, small: read by every build) and ``load.pickle`` + ``rows.arrow`` (the load
-    cache), each with a checksum. Anything unreadable is discarded and the build starts clean.
+    output digests, small: read by every build) and ``load.pickle`` + ``blobs.pickle`` +
+    ``rows.arrow`` (the load cache, :mod:`builder.loadstore`), each with a checksum. Anything unreadable is discarded and the build starts clean.
 
 Around it: the record and the no-op check (:mod:`builder.build_state`), dependency digests and the
 reuse of earlier outputs (:mod:`builder.depindex`), rendering in worker processes
