@@ -90,15 +90,18 @@ def page_records(site: Site, markdown: Markdown, entries: list[FaqEntry] | None 
         )
         text = " ".join(part for part in (fields, body.text) if part)
         records.append(SearchRecord(f"recipes/{slug}/", meta.title, "Recipe", text))
-    records += [
-        SearchRecord(
-            entry.path,
-            entry.item.question,
-            "Troubleshooting",
-            _collapsed(f"{entry.recipe.meta.title}. {entry.item.answer_text}"),
-        )
-        for entry in (entries if entries is not None else faq_entries(site, markdown))
-    ]
+    # A question's text is its recipe's title, a full stop and the answer, collapsed: the answer comes
+    # collapsed with the rendered body, the title once per recipe (split(x + " " + y) is split(x) +
+    # split(y), so the parts join to what collapsing the whole gives).
+    titles: dict[str, str] = {}
+    for entry in entries if entries is not None else faq_entries(site, markdown):
+        slug = entry.recipe.slug
+        prefix = titles.get(slug)
+        if prefix is None:
+            prefix = titles[slug] = _collapsed(f"{entry.recipe.meta.title}.")
+        words = entry.item.answer_words
+        text = f"{prefix} {words}" if words else prefix
+        records.append(SearchRecord(entry.path, entry.item.question, "Troubleshooting", text))
     for slug in sorted(site.case_studies):
         case = site.case_studies[slug]
         fields = _collapsed(f"{case.meta.question} {case.meta.verdict}")

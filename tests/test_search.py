@@ -186,3 +186,38 @@ def test_every_record_s_text_is_its_words_one_space_apart() -> None:
     assert records and any("\n" in r.text or "  " in r.text for r in records) is False
     assert all(r.text == " ".join(r.text.split()) for r in records)
     assert {r.kind for r in records} >= {"Recipe", "Troubleshooting", "Case study", "News"}
+
+
+def test_a_question_s_text_is_its_recipe_s_title_and_answer_collapsed() -> None:
+    """Made from parts collapsed apart (the title per recipe, the answer with the body): the same
+    text as collapsing "<title>. <answer>" whole, titles with odd whitespace and empty answers too."""
+    import dataclasses
+
+    from builder.content import Markdown
+    from builder.errors import Problems
+    from builder.faq import faq_entries
+    from builder.load import load_site
+    from builder.search import page_records
+
+    site = load_site(load_config(REPO), Problems())
+    markdown = Markdown()
+    entries = faq_entries(site, markdown)
+    assert entries
+    odd_titles = [" Spaced  title ", "Tab\there.", "ends with dot.", "\n"]
+    slugs = sorted({entry.recipe.slug for entry in entries})
+    recipes = {
+        slug: dataclasses.replace(
+            site.recipes[slug],
+            meta=site.recipes[slug].meta.model_copy(update={"title": odd_titles[n % len(odd_titles)]}),
+        )
+        for n, slug in enumerate(slugs)
+    }
+    odd = []
+    for n, entry in enumerate(entries):
+        recipe = recipes[entry.recipe.slug]
+        answer = ["  two  spaces ", "", "line\nbreak", "x"][n % 4]
+        item = dataclasses.replace(entry.item, answer_text=answer, answer_words=" ".join(answer.split()))
+        odd.append(dataclasses.replace(entry, recipe=recipe, item=item))
+    got = [r.text for r in page_records(site, markdown, odd) if r.kind == "Troubleshooting"]
+    expected = [" ".join(f"{e.recipe.meta.title}. {e.item.answer_text}".split()) for e in odd]
+    assert got == expected
