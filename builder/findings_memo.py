@@ -232,14 +232,6 @@ class SiteFindings:
         self._take([slug for slug in self._slugs if slug not in self._done])
         return [f for slug in self._slugs for f in self._done[slug]]
 
-    def open_recipe_count(self) -> int:
-        """Recipes with a finding no annotation took (one never restored has no annotation)."""
-        return sum(
-            1
-            for slug in self._slugs
-            if (any(f.is_open for f in self._done[slug]) if slug in self._done else self._kept[slug][2] > 0)
-        )
-
     def digest(self) -> str | None:
         """A hash of every recipe's findings as stored (the computed ones detached and pickled
         now, as the record's save would), without restoring any: pages that list the findings

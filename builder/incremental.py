@@ -51,7 +51,6 @@ from builder.build_state import (
     Prefetch,
     QuickScan,
     State,
-    checksum,
     dir_stat,
     environment_key,
     fetch,
@@ -128,7 +127,7 @@ class IncrementalBuilder:
         self._saved_typed: Any = None
         self._saved_rows_digest: bytes | None = None
         self._base: loadstore.Base | None = None
-        """``load.pickle`` as on disk, for the next save to write a delta against."""
+        """``blobs.pickle`` as on disk, for the next save to write a delta against."""
         self._page_blobs: dict[Any, bytes] = {}
         self._body_blobs: dict[Any, bytes] = {}
         """Each kept parse and rendered body as last pickled, by its content key: a save pickles
@@ -700,7 +699,7 @@ class IncrementalBuilder:
                 cache.pages = {key: pickle.loads(blob) for key, blob in stored.pages.items()}
                 markdown = {key: pickle.loads(blob) for key, blob in stored.bodies.items()}
             except Exception as exc:  # a checksum-valid file from a different code shape
-                raise CacheCorrupt(f"load.pickle cannot be loaded: {type(exc).__name__}") from None
+                raise CacheCorrupt(f"blobs.pickle cannot be loaded: {type(exc).__name__}") from None
             self._page_blobs, self._body_blobs = stored.pages, stored.bodies
             rows = folder / ROWS_TABLE
             cache.rows.typed = self._read_rows(
@@ -763,8 +762,6 @@ class IncrementalBuilder:
         """Write the record; the load cache only when it changed (it is most of the bytes)."""
         if not self.persist:
             return
-        import pyarrow as pa
-
         cache.settle()
         folder = self._dir()
         try:
@@ -779,16 +776,8 @@ class IncrementalBuilder:
                         rows_digest = rows_file.commit()
                     else:
                         rows_file.abandon()
-                if typed is not None and rows_digest is None:
-                    sink = pa.BufferOutputStream()
-                    with pa.ipc.new_file(sink, typed.schema) as writer:
-                        writer.write_table(typed)
-                    data = memoryview(sink.getvalue())  # not copied into a bytes object (~36 MB)
-                    rows_digest = checksum(data)
-                    tmp = folder / f".rows.arrow.{os.getpid()}.tmp"
-                    with open(tmp, "wb") as handle:
-                        handle.write(data)
-                    os.replace(tmp, folder / ROWS_TABLE)
+                if typed is not None and rows_digest is None:  # not begun beside the render
+                    rows_digest = loadstore.RowsFile(folder, typed).commit()
                 page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
                 body_blobs = loadstore.blobs(markdown, self._body_blobs)
                 self._base = loadstore.write(

@@ -117,9 +117,7 @@ class Reconciliation:
 
     def open_recipe_count(self) -> int:
         """How many recipes have a finding no curator has annotated yet."""
-        if self._findings is None and self.source is not None:
-            return self.source.open_recipe_count()
-        return len({f.recipe for f in self.findings if f.is_open})
+        return sum(1 for _, opened in self.finding_counts_by_recipe().values() if opened)
 
     def findings_digest(self) -> str | None:
         """A hash of every finding when an earlier build's are kept (:meth:`SiteFindings.digest`);
