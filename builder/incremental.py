@@ -24,7 +24,8 @@ How a rebuild stays correct
 Where the record lives
     ``<root>/.cache/builder/incremental/<hash of the output path>/``: ``state.pickle`` (input and
     output digests, small: read by every build) and ``load.pickle`` + ``blobs.pickle`` +
-    ``rows.arrow`` (the load cache, :mod:`builder.loadstore`), each with a checksum. Anything unreadable is discarded and the build starts clean.
+    ``rows.arrow`` (the load cache, :mod:`builder.loadstore`), each with a checksum, read and written
+    by :mod:`builder.record`. Anything unreadable is discarded and the build starts clean.
 
 Around it: the record and the no-op check (:mod:`builder.build_state`), dependency digests and the
 reuse of earlier outputs (:mod:`builder.depindex`), rendering in worker processes
@@ -35,37 +36,29 @@ from __future__ import annotations
 
 import functools
 import os
-import pickle
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder import loadstore
 from builder.build_state import (
-    ROWS_TABLE,
     BuildReport,
-    CacheCorrupt,
-    Fetched,
     OutputRecord,
     OutputWalk,
-    Prefetch,
     QuickScan,
     State,
     dir_stat,
     environment_key,
-    fetch,
     output_changes,
-    read_cache,
     state_dir,
-    write_cache,
 )
 from builder.depindex import (
-    KEPT,
     OutputFiles,
     digest_parts,
 )
 from builder.errors import BuildAborted, BuilderError
 from builder.inputs import Inputs, rescan_paths, scan_inputs
+from builder.publish_plan import Fresh, apply, plan
+from builder.record import Record
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 from builder.stage_setup import StageSetup, begin_stages, fork_search, stage_setup
 
@@ -117,29 +110,16 @@ class IncrementalBuilder:
         self.persist = persist
         self.workers = workers
         self.progress = progress
+        self._record = Record(state_dir(config.root, config.out), persist=persist)
         self._state: State | None = None
         self._cache: LoadCache | None = None
         self._markdown: dict[str, RenderedBody] | None = None
-        self._loaded_from_disk = False
-        self._cache_note: str | None = None
-        # What load.pickle and rows.arrow hold now, so an unchanged load cache is not rewritten.
-        self._saved_load: tuple[Any, ...] | None = None
-        self._saved_typed: Any = None
-        self._saved_rows_digest: bytes | None = None
-        self._base: loadstore.Base | None = None
-        """``blobs.pickle`` as on disk, for the next save to write a delta against."""
-        self._page_blobs: dict[Any, bytes] = {}
-        self._body_blobs: dict[Any, bytes] = {}
-        """Each kept parse and rendered body as last pickled, by its content key: a save pickles
-        only the new ones (pickling every page's models again cost ~0.1 s of an edit build)."""
         self._cache_code: bytes | None = None
         """Builder code and toolchain the load cache was made with."""
         self._early: EarlyStages | None = None
         """Stages started in a child by the build under way."""
         self._linker: Linker | None = None
         """The output tree the build under way has begun."""
-        self._rows_file: loadstore.RowsFile | None = None
-        """``rows.arrow`` of the build under way, being written."""
         self._ahead: SiteWideAhead | None = None
         """The site-wide downloads of the build under way, begun before its render."""
 
@@ -154,10 +134,10 @@ class IncrementalBuilder:
             return self.run(changed)
         except BuildAborted as exc:
             return BuildReport(
-                problems=list(exc.problems), warnings=list(exc.warnings), cache_note=self._cache_note
+                problems=list(exc.problems), warnings=list(exc.warnings), cache_note=self._record.note
             )
         except BuilderError as exc:
-            return BuildReport(problems=[exc.problem()], cache_note=self._cache_note)
+            return BuildReport(problems=[exc.problem()], cache_note=self._record.note)
 
     def quick(self, source: Path, data: bytes) -> list[str] | None:
         """Write at once the one recipe page that saving ``data`` in ``source`` changes
@@ -259,9 +239,7 @@ class IncrementalBuilder:
             if self._linker is not None:
                 self._linker.abandon()  # a tree begun but not published
                 self._linker = None
-            if self._rows_file is not None:
-                self._rows_file.abandon()  # the rows of a build that did not finish
-                self._rows_file = None
+            self._record.abandon_rows()
             if self._ahead is not None:
                 self._ahead.close()  # its threads finish (a failed build did not take the files)
                 self._ahead = None
@@ -281,14 +259,17 @@ class IncrementalBuilder:
             mark = now
 
         self.config = config = load_config(self.config.root, self.config.out, verbose=self.config.verbose)
-        if scan is not None and (scan.folder != self._dir() or scan.templates != config.templates):
+        if scan is not None and (scan.folder != self._record.folder or scan.templates != config.templates):
             scan = None  # made for another site or output
         # The published site is checked against the record (thousands of lstat calls, which let go
         # of the GIL) on a thread while this one unpickles the rest of the record.
         walk = OutputWalk(config.out, scan.state) if scan is not None and scan.state is not None else None
-        self._load_state(
+        restored = self._record.read(
             scan.state if scan is not None else None, scan.prefetch if scan is not None else None
         )
+        if restored is not None:
+            self._state, self._cache = restored.state, restored.cache
+            self._markdown, self._cache_code = restored.markdown, restored.code
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
         if state is not None and state.environment != environment:
@@ -313,7 +294,7 @@ class IncrementalBuilder:
 
             remove_leftovers(config.out)
             state.inputs = inputs
-            self._save_state(state)
+            self._record.save_state(state)
             return BuildReport(
                 warnings=list(state.warnings), files=state.files, rows=state.rows, noop=True, seconds=seconds
             )
@@ -347,8 +328,7 @@ class IncrementalBuilder:
         )
         if self._cache_code != code:
             self._cache, self._markdown, self._cache_code = None, None, code
-            self._page_blobs, self._body_blobs = {}, {}
-            self._base = None  # blobs of other code: written anew, never amended
+            self._record.forget_blobs()
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
         changed = inputs.changed(state.inputs) if state is not None else None
@@ -385,8 +365,7 @@ class IncrementalBuilder:
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
         from builder.deps import declared
-        from builder.inputs import digest_bytes
-        from builder.output import Linker, publish, remove_leftovers, update_in_place
+        from builder.output import Linker
         from builder.render import make_context, page_jobs
 
         assert loaded.recon is not None
@@ -492,7 +471,7 @@ class IncrementalBuilder:
         linker: Linker | None = None
         if self.atomic and state is not None and kept:
             inodes = {path: records[path].stat[0] for path in kept}
-            linker = self._linker = Linker(out, config.root, kept, inodes, self._spare())
+            linker = self._linker = Linker(out, config.root, kept, inodes, self._record.spare)
         forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
@@ -500,7 +479,7 @@ class IncrementalBuilder:
         # search child of a first build is forked after the render).
         rows_now = not forks and state is not None
         if rows_now:
-            self._write_rows(cache)
+            self._record.begin_rows(cache)
             from builder.downloads import begin_site_wide
 
             self._ahead = begin_site_wide(site, ctx.recon, memo)
@@ -510,21 +489,18 @@ class IncrementalBuilder:
         failed = [r for r in results if r.error is not None]
         if failed:
             raise_first(failed)
-        fresh: dict[str, bytes] = dict(ctx.assets.files)
-        fresh_prints: dict[str, bytes | None] = {}
-        templates_of: dict[str, tuple[str, ...]] = {}
-        page_digests: dict[str, bytes] = {}  # hashed by the render workers
-        deps_of: dict[str, tuple[str, ...]] = {}
+        made = Fresh(dict(ctx.assets.files))
+        fresh = made.files
         for result in results:
             path, job = jobs[result.index]
             assert result.data is not None
             fresh[path] = result.data
-            page_digests[path] = result.digest
+            made.digests[path] = result.digest
             deps = declared(job)
-            templates_of[path] = result.templates
-            fresh_prints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
+            made.templates[path] = result.templates
+            made.fingerprints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
             if deps is not None:
-                deps_of[path] = deps
+                made.deps[path] = deps
         lap("render")
         if state is None:
             # A first build starts them now instead: beside the data stage, whose Python leaves
@@ -533,7 +509,7 @@ class IncrementalBuilder:
 
             self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
         if not rows_now:
-            self._write_rows(cache)  # after the last fork of the build
+            self._record.begin_rows(cache)  # after the last fork of the build
 
         files = OutputFiles(fresh, kept, out)
         for name, stage in output_stages(site, ctx, memo, self._ahead):
@@ -545,67 +521,20 @@ class IncrementalBuilder:
             lap(name)
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
-        write: dict[str, bytes] = {}
-        link: dict[str, str] = dict(kept)
-        written: list[str] = []
-        new_records: dict[str, OutputRecord] = dict(records)
-        for path, data in fresh.items():
-            old = previous.get(path)
-            if data is KEPT:
-                assert old is not None  # the memo only hands back files the previous build recorded
-                link[path] = out_prefix + path
-                new_records[path] = old
-                continue
-            digest = page_digests.get(path) or digest_bytes(data)
-            if old is not None and old.digest == digest and path not in damaged:
-                link[path] = out_prefix + path
-                new_records[path] = OutputRecord(
-                    fresh_prints.get(path),
-                    digest,
-                    templates_of.get(path, ()),
-                    old.stat,
-                    deps_of.get(path, ()),
-                )
-            else:
-                write[path] = data
-                written.append(path)
-                new_records[path] = OutputRecord(
-                    fresh_prints.get(path),
-                    digest,
-                    templates_of.get(path, ()),
-                    (0, 0, 0),
-                    deps_of.get(path, ()),
-                )
-        removed = sorted(set(previous) - set(new_records))
-        in_place = not self.atomic and state is not None and not damaged and not extra
-        if in_place and (write or removed):
-            update_in_place(write, removed, out, config.root)
-            for path in write:
-                st = os.stat(out / path)
-                new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        elif not in_place and (write or removed or damaged or extra or state is None):
-            inodes = {path: new_records[path].stat[0] for path in link}
-            if linker is not None:
-                self._linker = None
-                linker.staging().publish(write, link, trash=config.cache_dir / "trash", inodes=inodes)
-            else:
-                publish(
-                    write,
-                    out,
-                    config.root,
-                    reuse=link,
-                    trash=config.cache_dir / "trash",
-                    spare=self._spare(),
-                    inodes=inodes,
-                )
-            for path in write:
-                st = os.stat(out / path)
-                new_records[path].stat = (st.st_ino, st.st_size, st.st_mtime_ns)
-        else:
-            if linker is not None:
-                self._linker = None
-                linker.abandon()
-            remove_leftovers(out)
+        published = plan(made, records, previous, damaged, out_prefix)
+        new_records = published.records
+        if linker is not None:
+            self._linker = None  # published or abandoned by apply
+        apply(
+            published,
+            out,
+            config.root,
+            in_place=not self.atomic and state is not None and not damaged and not extra,
+            tree_changed=bool(damaged or extra) or state is None,
+            linker=linker,
+            trash=config.cache_dir / "trash",
+            spare=self._record.spare,
+        )
         lap("write")
 
         rows = site.rows.num_rows
@@ -626,20 +555,20 @@ class IncrementalBuilder:
         markdown_cache = {k: v for k, v in markdown.cache.items() if k in markdown.used}
         self._markdown = markdown_cache
         cache.prune()
-        self._save_all(new_state, cache, markdown_cache)
+        self._record.save(new_state, cache, markdown_cache, self._cache_code)
         cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
         lap("save")
         site.close_connection()
         self._context = ctx if self.keep_context else None
         return BuildReport(
-            written=sorted(written),
-            removed=removed,
+            written=sorted(published.write),
+            removed=published.removed,
             warnings=warnings,
             files=len(new_records),
             rows=rows,
             rendered=len(results),
             reused=len(kept),
-            cache_note=self._cache_note,
+            cache_note=self._record.note,
             seconds=seconds,
         )
 
@@ -669,124 +598,3 @@ class IncrementalBuilder:
         cache.used_pages.update(k for k in cache.pages if inputs.digests.get(k[0]) == k[1])
         site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
-
-    # Persistence ------------------------------------------------------------------------------------
-
-    def _dir(self) -> Path:
-        return state_dir(self.config.root, self.config.out)
-
-    def _spare(self) -> Path | None:
-        """Where the replaced site waits to begin the next build's tree (see :class:`builder.output.Staging`);
-        None without a kept record."""
-        return self._dir() / "spare" if self.persist else None
-
-    def _load_state(self, state_read: State | None = None, prefetch: Prefetch | None = None) -> None:
-        """Read the record; ``state_read``: ``state.pickle`` as already read, ``prefetch``: the
-        load cache's files as being read."""
-        if self._loaded_from_disk or not self.persist:
-            return
-        self._loaded_from_disk = True
-        folder = self._dir()
-        try:
-            state = state_read if state_read is not None else read_cache(folder / "state.pickle")
-            if state is not None and not isinstance(state, State):
-                raise CacheCorrupt("state.pickle holds something else")
-            stored = loadstore.read(folder, prefetch) if state is not None else None
-            if state is None or stored is None:
-                return
-            cache, code = stored.cache, stored.code
-            try:
-                cache.pages = {key: pickle.loads(blob) for key, blob in stored.pages.items()}
-                markdown = {key: pickle.loads(blob) for key, blob in stored.bodies.items()}
-            except Exception as exc:  # a checksum-valid file from a different code shape
-                raise CacheCorrupt(f"blobs.pickle cannot be loaded: {type(exc).__name__}") from None
-            self._page_blobs, self._body_blobs = stored.pages, stored.bodies
-            rows = folder / ROWS_TABLE
-            cache.rows.typed = self._read_rows(
-                rows, stored.rows_digest, prefetch.take(rows) if prefetch else None
-            )
-            self._saved_load = loadstore.load_signature(cache, markdown, code)
-            stored.base.signature = self._saved_load[0]
-            self._base = stored.base
-            self._saved_typed, self._saved_rows_digest = cache.rows.typed, stored.rows_digest
-        except CacheCorrupt as exc:
-            self._cache_note = f"build cache discarded ({exc}); built from scratch"
-            self._discard(folder)
-            return
-        self._state, self._cache, self._markdown, self._cache_code = state, cache, markdown, code
-
-    def _read_rows(self, path: Path, digest: bytes | None, fetched: Fetched | None) -> Any:
-        if digest is None:
-            return None
-        import pyarrow as pa
-
-        # Mapped, not read: the table's buffers stay in the file's pages (the file is only ever
-        # replaced, never written into, so they stay valid).
-        if fetched is None:
-            fetched = fetch(path, 0)
-        if fetched.missing or fetched.error is not None:
-            raise CacheCorrupt("rows.arrow is missing")
-        if fetched.checksum != digest:
-            raise CacheCorrupt("rows.arrow fails its checksum")
-        try:
-            return pa.ipc.open_file(pa.py_buffer(fetched.data)).read_all()
-        except pa.ArrowInvalid as exc:
-            raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None
-
-    def _discard(self, folder: Path) -> None:
-        for name in ("state.pickle", loadstore.BASE, loadstore.BLOBS, loadstore.DELTA, ROWS_TABLE):
-            try:
-                (folder / name).unlink()
-            except OSError:
-                pass
-
-    def _save_state(self, state: State) -> None:
-        if not self.persist:
-            return
-        try:
-            folder = self._dir()
-            folder.mkdir(parents=True, exist_ok=True)
-            write_cache(folder / "state.pickle", state)
-        except OSError:
-            pass  # a cache that cannot be written only costs speed
-
-    def _write_rows(self, cache: LoadCache) -> None:
-        """Begin writing ``rows.arrow`` when the rows table is new (not for a build that keeps
-        nothing; in a build that forks, after its forks: a child must not inherit a thread inside
-        Arrow's allocator)."""
-        typed = cache.rows.typed
-        if self.persist and typed is not None and typed is not self._saved_typed:
-            self._rows_file = loadstore.RowsFile(self._dir(), typed)
-
-    def _save_all(self, state: State, cache: LoadCache, markdown: dict[str, Any]) -> None:
-        """Write the record; the load cache only when it changed (it is most of the bytes)."""
-        if not self.persist:
-            return
-        cache.settle()
-        folder = self._dir()
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            typed = cache.rows.typed
-            signature = loadstore.load_signature(cache, markdown, self._cache_code)
-            if signature != self._saved_load:
-                rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
-                rows_file, self._rows_file = self._rows_file, None
-                if typed is not None and rows_digest is None and rows_file is not None:
-                    if rows_file.typed is typed:
-                        rows_digest = rows_file.commit()
-                    else:
-                        rows_file.abandon()
-                if typed is not None and rows_digest is None:  # not begun beside the render
-                    rows_digest = loadstore.RowsFile(folder, typed).commit()
-                page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
-                body_blobs = loadstore.blobs(markdown, self._body_blobs)
-                self._base = loadstore.write(
-                    folder, cache, page_blobs, body_blobs, rows_digest, self._cache_code, self._base
-                )
-                self._page_blobs, self._body_blobs = page_blobs, body_blobs
-                self._saved_load, self._saved_typed, self._saved_rows_digest = signature, typed, rows_digest
-            # state.pickle last: it vouches for the others.
-            write_cache(folder / "state.pickle", state)
-        except OSError:
-            self._saved_load = self._base = None
-            self._discard(folder)
