@@ -57,6 +57,7 @@ from builder.depindex import (
 )
 from builder.errors import BuildAborted, BuilderError
 from builder.inputs import Inputs, rescan_paths, scan_inputs
+from builder.page_reuse import Fingerprints, sort_jobs
 from builder.publish_plan import Fresh, apply, plan
 from builder.record import Record
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
@@ -374,11 +375,7 @@ class IncrementalBuilder:
             setup(site)
         stages = setups[0]
         markdown, deps_index, memo, glob = stages.markdown, stages.deps_index, stages.memo, stages.glob
-        changed_templates = stages.changed_templates
-        # Names as pages record them (relative to templates/): one set test per page, no strings made.
-        changed_names = (
-            {key[len("templates/") :] for key in changed_templates} if changed_templates is not None else None
-        )
+        prints = Fingerprints(glob, deps_index, inputs.digests, stages.changed_templates)
         previous = state.outputs if state is not None else {}
         out = config.out
         early = self._early if self._early is not None else EarlyStages([], markdown, memo)
@@ -417,50 +414,9 @@ class IncrementalBuilder:
                 summary_child.cancel()  # taken by page_jobs; otherwise not left running
         lap("prepare")
 
-        def unchanged(old: OutputRecord, deps: tuple[str, ...]) -> bool:
-            """Whether a page's fingerprint is the one it had, without hashing: same global digest,
-            same digest of each dependency, none of its templates changed."""
-            return (
-                changed_names is not None
-                and old.deps == deps
-                and all(deps_index.unchanged(dep) for dep in deps)
-                and changed_names.isdisjoint(old.templates)
-            )
-
-        def fingerprint(path: str, deps: tuple[str, ...], templates: tuple[str, ...]) -> bytes | None:
-            parts: list[bytes | str] = [glob, path]
-            for dep in sorted(set(deps)):
-                value = deps_index.digest(dep)
-                if value is None:
-                    return None
-                parts += [dep, value]
-            for name in templates:
-                parts += [name, inputs.digests.get(f"templates/{name}", b"-")]
-            return digest_parts(*parts)
-
-        pending: list[int] = []
-        # Output paths as strings: pathlib objects for thousands of kept pages cost more than linking them.
         out_prefix = f"{os.fspath(out)}/"
-        kept: dict[str, str] = {}
-        records: dict[str, OutputRecord] = {}
-        seen: set[str] = set()
-        for index, (path, job) in enumerate(jobs):
-            if path in seen:
-                raise BuilderError(f"two pages would be written to {path}", "<builder>")
-            seen.add(path)
-            deps = declared(job)
-            old = previous.get(path)
-            if (
-                deps is not None
-                and old is not None
-                and old.fingerprint is not None
-                and path not in damaged
-                and (unchanged(old, deps) or fingerprint(path, deps, old.templates) == old.fingerprint)
-            ):
-                kept[path] = out_prefix + path
-                records[path] = old
-            else:
-                pending.append(index)
+        sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
+        kept, records, pending = sorted_jobs.kept, sorted_jobs.records, sorted_jobs.pending
         if self._quick_con is not None and (self.workers or worker_count(len(pending))) > 1:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
@@ -498,7 +454,7 @@ class IncrementalBuilder:
             made.digests[path] = result.digest
             deps = declared(job)
             made.templates[path] = result.templates
-            made.fingerprints[path] = fingerprint(path, deps, result.templates) if deps is not None else None
+            made.fingerprints[path] = prints.of(path, deps, result.templates) if deps is not None else None
             if deps is not None:
                 made.deps[path] = deps
         lap("render")

@@ -1,0 +1,96 @@
+"""Which pages a build renders again (:mod:`builder.page_reuse`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builder.build_state import OutputRecord
+from builder.deps import depends
+from builder.errors import BuilderError
+from builder.page_reuse import Fingerprints, sort_jobs
+
+OUT = "/srv/site/"
+
+
+class Digests:
+    """Dependency digests as a DepIndex gives them: ``now`` this build, ``before`` the last one."""
+
+    def __init__(self, now: dict[str, bytes | None], before: dict[str, bytes | None] | None = None) -> None:
+        self.now, self.before = now, before or {}
+
+    def digest(self, dep: str) -> bytes | None:
+        return self.now.get(dep)
+
+    def unchanged(self, dep: str) -> bool:
+        return self.before.get(dep) is not None and self.now.get(dep) == self.before.get(dep)
+
+
+def prints(
+    now: dict[str, bytes | None],
+    before: dict[str, bytes | None] | None = None,
+    templates: dict[str, bytes] | None = None,
+    changed: set[str] | None = None,
+) -> Fingerprints:
+    deps: Any = Digests(now, before)
+    return Fingerprints(b"global", deps, templates or {"templates/page.html": b"t1"}, changed)
+
+
+def page() -> bytes:
+    return b"<p>page</p>"
+
+
+def test_a_fingerprint_changes_with_each_dependency_template_and_path() -> None:
+    base = prints({"recipe:a": b"1"}).of("a.html", ("recipe:a",), ("page.html",))
+    assert base is not None
+    assert prints({"recipe:a": b"2"}).of("a.html", ("recipe:a",), ("page.html",)) != base
+    other_template = prints({"recipe:a": b"1"}, templates={"templates/page.html": b"t2"})
+    assert other_template.of("a.html", ("recipe:a",), ("page.html",)) != base
+    assert prints({"recipe:a": b"1"}).of("b.html", ("recipe:a",), ("page.html",)) != base
+    assert prints({"recipe:a": b"1"}).of("a.html", ("recipe:a", "recipe:a"), ("page.html",)) == base
+
+
+def test_a_dependency_without_a_digest_has_no_fingerprint() -> None:
+    assert prints({}).of("a.html", ("unknown:thing",), ()) is None
+
+
+def test_unchanged_needs_known_templates_same_deps_and_no_changed_template() -> None:
+    old = OutputRecord(b"fp", b"d", ("page.html",), (1, 1, 1), ("recipe:a",))
+    same = {"recipe:a": b"1"}
+    assert prints(same, same, changed=set()).unchanged(old, ("recipe:a",))
+    assert not prints(same, same, changed=None).unchanged(old, ("recipe:a",))  # changes not known
+    assert not prints(same, same, changed={"templates/page.html"}).unchanged(old, ("recipe:a",))
+    assert not prints({"recipe:a": b"2"}, same, changed=set()).unchanged(old, ("recipe:a",))
+    assert not prints(same, same, changed=set()).unchanged(old, ("recipe:a", "rows"))
+
+
+def test_sort_keeps_intact_pages_with_their_fingerprint_and_renders_the_rest() -> None:
+    fp = prints({"recipe:a": b"1"})
+    fingerprint = fp.of("a.html", ("recipe:a",), ("page.html",))
+    record = OutputRecord(fingerprint, b"d", ("page.html",), (5, 1, 1), ("recipe:a",))
+    jobs = [
+        ("a.html", depends(page, "recipe:a")),  # kept
+        ("b.html", depends(page, "recipe:a")),  # no record: rendered
+        ("c.html", page),  # declares nothing: rendered every time
+        ("d.html", depends(page, "recipe:a")),  # damaged: rendered
+    ]
+    d_record = OutputRecord(
+        fp.of("d.html", ("recipe:a",), ("page.html",)), b"d", ("page.html",), (6, 1, 1), ("recipe:a",)
+    )
+    previous = {"a.html": record, "c.html": record, "d.html": d_record}
+    result = sort_jobs(jobs, previous, {"d.html"}, fp, OUT)
+    assert result.kept == {"a.html": OUT + "a.html"}
+    assert result.records == {"a.html": record}
+    assert result.pending == [1, 2, 3]
+    assert sort_jobs(jobs, previous, set(), fp, OUT).kept == {
+        "a.html": OUT + "a.html",
+        "d.html": OUT + "d.html",
+    }
+    changed = sort_jobs(jobs, previous, set(), prints({"recipe:a": b"2"}), OUT)
+    assert changed.kept == {} and changed.pending == [0, 1, 2, 3]
+
+
+def test_two_jobs_for_one_path_are_refused() -> None:
+    with pytest.raises(BuilderError, match="two pages would be written to a.html"):
+        sort_jobs([("a.html", page), ("a.html", page)], {}, set(), prints({}), OUT)
