@@ -99,6 +99,29 @@ def _scan_tree(target: Path) -> _Present:
     return _Present(files, folders)
 
 
+PARALLEL_WRITES = 256
+"""From this many files, a tree's files are written by two threads (the writes let go of the GIL):
+a first build's 3,500 files (280 MB) took 0.23-0.47 s on one, 0.14-0.32 s on two."""
+
+
+def _write_file(path: str, data: bytes) -> None:
+    Path(path).write_bytes(data)
+
+
+def _write_files(items: list[tuple[str, bytes]]) -> None:
+    """Write each (path, bytes), the folders made: two threads, each taking every other file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def write(share: list[tuple[str, bytes]]) -> None:
+        for path, data in share:
+            _write_file(path, data)
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="write-tree") as pool:
+        pending = [pool.submit(write, items[start::2]) for start in (0, 1)]
+        for future in pending:
+            future.result()  # an OSError is raised here, as writing on this thread would
+
+
 def _write_tree(
     target: Path,
     files: Mapping[str, bytes],
@@ -117,6 +140,7 @@ def _write_tree(
     made = present.folders if present is not None else {""}
     there = present.files if present is not None else {}
     wanted = present.inodes if present is not None else {}
+    deferred: list[tuple[str, bytes]] | None = [] if len(files) >= PARALLEL_WRITES else None
     for rel in sorted({*files, *reuse}):
         path = f"{base}/{rel}"
         data = files.get(rel)
@@ -128,10 +152,14 @@ def _write_tree(
         folder = rel.rpartition("/")[0]
         if folder not in made:
             _make_folders(base, folder, made)
-        if data is not None:
-            Path(path).write_bytes(data)
-        else:
+        if data is None:
             _link_or_copy(os.fspath(reuse[rel]), path)
+        elif deferred is not None:
+            deferred.append((path, data))
+        else:
+            _write_file(path, data)
+    if deferred:
+        _write_files(deferred)
     if marker:
         if there.pop(MARKER, None) is not None:
             os.unlink(f"{base}/{MARKER}")

@@ -375,3 +375,32 @@ def test_an_interrupt_while_a_spare_tree_is_brought_up_to_date_leaves_the_site(
     assert siblings(out) == ["cache", "root"]
     _publish_with_spare(dict.fromkeys(pages, b"v2"), [], out, root, spare)
     assert tree(out) == {MARKER: output.MARKER_TEXT, **dict.fromkeys(pages, b"v2")}
+
+
+def test_many_files_are_written_on_two_threads_and_a_failure_on_either_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, out = tmp_path / "root", tmp_path / "site"
+    root.mkdir()
+    monkeypatch.setattr(output, "PARALLEL_WRITES", 4)
+    pages = {f"p{i}/sub/index.html": f"page {i}".encode() for i in range(9)}
+    threads: set[str] = set()
+    real = Path.write_bytes
+
+    def recording(path: Path, data: bytes) -> int:
+        import threading
+
+        threads.add(threading.current_thread().name)
+        if "/p5/" in str(path) and "fail" in threads:
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return real(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", recording)
+    publish(pages, out, root)
+    assert tree(out) == {MARKER: output.MARKER_TEXT, **pages}
+    assert len({name for name in threads if name.startswith("write-tree")}) == 2
+    before = tree(out)
+    threads.add("fail")
+    with pytest.raises(OutputError, match="cannot write the site: Input/output error"):
+        publish(dict.fromkeys(pages, b"v2"), out, root)
+    assert tree(out) == before and siblings(out) == ["root"]
