@@ -17,6 +17,17 @@ SITES_INVALID = TESTS / "sites_invalid"
 MakeSite = Callable[..., Path]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fixtures_stay_clean() -> object:
+    """The committed example sites are read, never built in place: a build keeps its record in
+    ``<root>/.cache``, which would then be copied into every site made from them."""
+    yield
+    left = sorted(
+        str(p.relative_to(TESTS)) for folder in (SITES, SITES_INVALID) for p in folder.glob("*/.cache")
+    )
+    assert not left, f"a test built a committed example site in place: {left}"
+
+
 @pytest.fixture
 def make_site(tmp_path: Path) -> MakeSite:
     """Write a site from ``{relative path: text or bytes}``; ``base`` copies an example site first.

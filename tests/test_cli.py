@@ -62,9 +62,10 @@ def test_usage_errors_exit_2() -> None:
     assert run().returncode == 2
 
 
-def test_build_writes_site_and_reports(tmp_path: Path) -> None:
+def test_build_writes_site_and_reports(make_site: MakeSite, tmp_path: Path) -> None:
+    # On a copy: a build keeps its record in <root>/.cache, which must not land in the fixtures.
     out = tmp_path / "out"
-    result = run("build", "--root", str(SITES / "minimal"), "--out", str(out))
+    result = run("build", "--root", str(make_site()), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert (out / "recipes" / "tiny" / "index.html").is_file()
     assert str(out) in result.stdout
@@ -85,11 +86,11 @@ def test_bad_root_is_a_clear_error(tmp_path: Path) -> None:
     assert "is not a folder" in result.stderr
 
 
-def test_build_refuses_foreign_output_folder(tmp_path: Path) -> None:
+def test_build_refuses_foreign_output_folder(make_site: MakeSite, tmp_path: Path) -> None:
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.tex").write_text("do not delete")
-    result = run("build", "--root", str(SITES / "minimal"), "--out", str(out))
+    result = run("build", "--root", str(make_site()), "--out", str(out))
     assert result.returncode == 1
     assert "refusing" in result.stderr
     assert (out / "thesis.tex").read_text() == "do not delete"

@@ -1,0 +1,28 @@
+"""Rendering in forked workers (:mod:`builder.render_pool`): how the jobs are shared out."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder.render_pool import job_chunks, worker_count
+
+
+@pytest.mark.parametrize(("jobs", "workers"), [(1234, 2), (48, 2), (5, 2), (1000, 8), (0, 2)])
+def test_chunks_keep_every_job_once_in_order_and_shrink_towards_the_end(jobs: int, workers: int) -> None:
+    pending = list(range(100, 100 + jobs))
+    chunks = job_chunks(pending, workers)
+    assert [index for chunk in chunks for index in chunk] == pending
+    sizes = [len(chunk) for chunk in chunks]
+    assert all(size <= 32 for size in sizes)
+    assert all(size >= 4 for size in sizes[:-1])  # only the very last may be cut short
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_a_large_render_ends_in_small_chunks() -> None:
+    sizes = [len(chunk) for chunk in job_chunks(list(range(1234)), 2)]
+    assert sizes[0] == 32
+    assert sizes[-8:] == [4] * 8  # the two workers end within a few pages of each other
+
+
+def test_few_pages_render_in_this_process() -> None:
+    assert worker_count(47) == 1
