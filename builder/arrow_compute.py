@@ -48,6 +48,7 @@ __all__ = [
     "is_in",
     "is_valid",
     "less",
+    "list_flatten",
     "list_value_length",
     "match_substring",
     "not_equal",
@@ -93,6 +94,7 @@ is_finite = _kernel("is_finite", 1)
 is_in = _kernel("is_in", 1, SetLookupOptions)
 is_valid = _kernel("is_valid", 1)
 less = _kernel("less", 2)
+list_flatten = _kernel("list_flatten", 1)
 list_value_length = _kernel("list_value_length", 1)
 match_substring = _kernel("match_substring", 1, MatchSubstringOptions)
 not_equal = _kernel("not_equal", 2)

@@ -81,7 +81,7 @@ def combinations(site: Site) -> Combinations:
     ).to_arrow_table()
     columns = {name: table.column(name).to_pylist() for name in _COMBINATION}
     ids = table.column("ids").combine_chunks() if table.num_rows else pa.array([], pa.list_(pa.int32()))
-    flat = ids.flatten().to_numpy(zero_copy_only=False)
+    flat = pc.list_flatten(ids).to_numpy(zero_copy_only=False)  # ListArray.flatten imports pyarrow.compute
     lengths = pc.list_value_length(ids).to_numpy(zero_copy_only=False)
     of_row_id = np.zeros(int(flat.max()) + 1 if len(flat) else 0, np.int32)
     of_row_id[flat] = np.repeat(np.arange(table.num_rows, dtype=np.int32), lengths)
