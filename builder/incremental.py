@@ -431,14 +431,22 @@ class IncrementalBuilder:
         forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
-        # rows.arrow is written beside the render when no fork follows (no render workers, and the
-        # search child of a first build is forked after the render).
+        # rows.arrow is written beside the render when no fork follows (no render workers, and not
+        # a first build, which forks its search child just before the render).
         rows_now = not forks and state is not None
         if rows_now:
             self._record.begin_rows(cache)
             from builder.downloads import begin_site_wide
 
             self._ahead = begin_site_wide(site, ctx.recon, memo)
+        if state is None:
+            # A first build starts them now, at the lowest priority: they take what the render
+            # workers leave of the cores, then yield to the data stage, which the build waits on
+            # first. At equal priority they slowed the render as much as they gained.
+            from builder.pipeline import page_independent_stages
+
+            stages_now = page_independent_stages(site, markdown, memo)
+            self._early = early = EarlyStages(stages_now, markdown, memo, niceness=19)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         if linker is not None and forks:
             linker.start()
@@ -458,12 +466,6 @@ class IncrementalBuilder:
             if deps is not None:
                 made.deps[path] = deps
         lap("render")
-        if state is None:
-            # A first build starts them now instead: beside the data stage, whose Python leaves
-            # a core mostly idle, rather than beside the render workers.
-            from builder.pipeline import page_independent_stages
-
-            self._early = early = EarlyStages(page_independent_stages(site, markdown, memo), markdown, memo)
         if not rows_now:
             self._record.begin_rows(cache)  # after the last fork of the build
 
