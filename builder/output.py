@@ -109,17 +109,28 @@ def _write_file(path: str, data: bytes) -> None:
 
 
 def _write_files(items: list[tuple[str, bytes]]) -> None:
-    """Write each (path, bytes), the folders made: two threads, each taking every other file."""
-    from concurrent.futures import ThreadPoolExecutor
+    """Write each (path, bytes), the folders made: every other file on a helper thread, the rest
+    on this one. An error on either is raised here once both are done."""
+    import threading
 
-    def write(share: list[tuple[str, bytes]]) -> None:
-        for path, data in share:
+    failed: list[BaseException] = []
+
+    def write_share() -> None:
+        try:
+            for path, data in items[1::2]:
+                _write_file(path, data)
+        except BaseException as exc:  # noqa: BLE001 - raised by the calling thread below
+            failed.append(exc)
+
+    helper = threading.Thread(target=write_share, name="write-tree", daemon=True)
+    helper.start()
+    try:
+        for path, data in items[0::2]:
             _write_file(path, data)
-
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="write-tree") as pool:
-        pending = [pool.submit(write, items[start::2]) for start in (0, 1)]
-        for future in pending:
-            future.result()  # an OSError is raised here, as writing on this thread would
+    finally:
+        helper.join()
+    if failed:
+        raise failed[0]
 
 
 def _write_tree(
