@@ -44,13 +44,26 @@ class CheckReport:
 
     def summary(self) -> str:
         s = self.stats
-        text = (
-            f"{s['rows']} rows, {s['recipes']} recipes, {s['case_studies']} case studies, {s['posts']} posts: "
-            f"{len(self.errors)} errors, {len(self.warnings)} warnings, {len(self.findings)} findings"
-        )
+        counts = [
+            (s["rows"], "row", "rows"),
+            (s["recipes"], "recipe", "recipes"),
+            (s["case_studies"], "case study", "case studies"),
+            (s["posts"], "post", "posts"),
+        ]
+        problems = [
+            (len(self.errors), "error", "errors"),
+            (len(self.warnings), "warning", "warnings"),
+            (len(self.findings), "finding", "findings"),
+        ]
+        text = f"{_counted(counts)}: {_counted(problems)}"
         if self.strict and self.unannotated:
             text += f" ({len(self.unannotated)} without annotation: failing under --strict)"
         return text
+
+
+def _counted(items: list[tuple[int, str, str]]) -> str:
+    """``1 post, 2 recipes``: each count with its noun, singular for one."""
+    return ", ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in items)
 
 
 def brief(finding: Finding) -> dict[str, Any]:

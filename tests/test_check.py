@@ -69,3 +69,15 @@ def test_check_with_the_content_load_started_ahead_prints_the_same(
     assert main(argv) == 0
     assert started and started[0] is not None
     assert capsys.readouterr().out == plain
+
+
+def test_the_summary_counts_in_words_singular_for_one() -> None:
+    from builder.check import CheckReport
+
+    report = CheckReport(
+        stats={"rows": 100000, "recipes": 1, "case_studies": 2, "posts": 0}, errors=[], warnings=[]
+    )
+    assert (
+        report.summary()
+        == "100,000 rows, 1 recipe, 2 case studies, 0 posts: 0 errors, 0 warnings, 0 findings"
+    )

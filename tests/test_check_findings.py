@@ -83,7 +83,7 @@ def test_text_lists_each_finding_at_its_row(make_site: MakeSite, capsys: pytest.
         "data/rows/tiny/synthetic.csv:4: finding (tiny): decode_tok_s does not reproduce"
     )
     assert "Unexplained by the recorded metadata." in lines[0]
-    assert lines[-1].endswith("1 findings")
+    assert lines[-1].endswith("1 finding")
 
 
 def test_github_annotations_point_at_the_departing_row(
