@@ -11,6 +11,7 @@ from builder.findings import Finding
 from builder.forked import Forked
 from builder.pipeline import load_with_annotations
 from builder.reconcile import converted_findings
+from builder.wording import counted
 
 
 @dataclass
@@ -44,26 +45,15 @@ class CheckReport:
 
     def summary(self) -> str:
         s = self.stats
-        counts = [
-            (s["rows"], "row", "rows"),
-            (s["recipes"], "recipe", "recipes"),
-            (s["case_studies"], "case study", "case studies"),
-            (s["posts"], "post", "posts"),
-        ]
-        problems = [
-            (len(self.errors), "error", "errors"),
-            (len(self.warnings), "warning", "warnings"),
-            (len(self.findings), "finding", "findings"),
-        ]
-        text = f"{_counted(counts)}: {_counted(problems)}"
+        text = (
+            f"{counted(s['rows'], 'row')}, {counted(s['recipes'], 'recipe')}, "
+            f"{counted(s['case_studies'], 'case study', 'case studies')}, {counted(s['posts'], 'post')}: "
+            f"{counted(len(self.errors), 'error')}, {counted(len(self.warnings), 'warning')}, "
+            f"{counted(len(self.findings), 'finding')}"
+        )
         if self.strict and self.unannotated:
             text += f" ({len(self.unannotated)} without annotation: failing under --strict)"
         return text
-
-
-def _counted(items: list[tuple[int, str, str]]) -> str:
-    """``1 post, 2 recipes``: each count with its noun, singular for one."""
-    return ", ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in items)
 
 
 def brief(finding: Finding) -> dict[str, Any]:

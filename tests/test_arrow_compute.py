@@ -92,6 +92,7 @@ def test_edit_and_row_file_builds_do_not_import_pyarrow_compute(
 ) -> None:
     root = synthetic_site(tmp_path / "site", monkeypatch, recipes=4, rows=6, cases=1, posts=1)
     import generate  # bench/, put on the path by synthetic_site
+
     command = [sys.executable, "-m", "builder", "build", "--root", str(root)]
     subprocess.run(command, cwd=REPO, check=True, capture_output=True)
     probe = (

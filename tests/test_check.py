@@ -81,3 +81,13 @@ def test_the_summary_counts_in_words_singular_for_one() -> None:
         report.summary()
         == "100,000 rows, 1 recipe, 2 case studies, 0 posts: 0 errors, 0 warnings, 0 findings"
     )
+
+
+def test_counted_words() -> None:
+    from builder.wording import counted
+
+    assert [counted(0, "row"), counted(1, "row"), counted(2, "case study", "case studies")] == [
+        "0 rows",
+        "1 row",
+        "2 case studies",
+    ]

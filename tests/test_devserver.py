@@ -590,7 +590,7 @@ def test_terminal_report_prints_the_check_text(capsys: pytest.CaptureFixture[str
         "build failed: 1 error; still serving the last good build",
     ]
     report(RebuildResult(changed=frozenset({"index.html"}), seconds=0.0123))
-    assert capsys.readouterr().err == "built in 12 ms (1 files changed)\n"
+    assert capsys.readouterr().err == "built in 12 ms (1 file changed)\n"
     quick = RebuildResult(changed=frozenset({"recipes/a/index.html"}), followup=frozenset({Path("a")}))
     report(dataclasses.replace(quick, seconds=0.02))
     assert capsys.readouterr().err == "recipes/a/index.html in 20 ms; rebuilding the rest\n"

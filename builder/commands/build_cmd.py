@@ -56,7 +56,9 @@ def _print(files: int, rows: int, out: str, warnings: list[Any], summary: str | 
 
     if warnings:
         print(format_text((), warnings), file=sys.stderr)
-    print(f"built {files} files from {rows} rows into {out}")
+    from builder.wording import counted
+
+    print(f"built {counted(files, 'file')} from {counted(rows, 'row')} into {out}")
     if summary is not None:
         print(summary)
 

@@ -47,6 +47,7 @@ def _is_loopback(host: str) -> bool:
 def report(result: RebuildResult) -> None:
     """The terminal side of a rebuild: ``check``-style problems, or one line when it went well."""
     from builder.commands.report import format_text
+    from builder.wording import counted
 
     if result.note:
         _say(f"note: {result.note}")
@@ -56,13 +57,13 @@ def report(result: RebuildResult) -> None:
         _say(format_text(result.problems, result.warnings))
     if result.problems:
         count = len(result.problems)
-        _say(f"build failed: {count} error{'s' if count != 1 else ''}; still serving the last good build")
+        _say(f"build failed: {counted(count, 'error')}; still serving the last good build")
     elif result.followup and result.changed:
         pages = ", ".join(sorted(result.changed))
         _say(f"{pages} in {result.seconds * 1000:.0f} ms; rebuilding the rest")
     else:
-        changed = "all" if result.changed is None else str(len(result.changed))
-        _say(f"built in {result.seconds * 1000:.0f} ms ({changed} files changed)")
+        changed = "all files" if result.changed is None else counted(len(result.changed), "file")
+        _say(f"built in {result.seconds * 1000:.0f} ms ({changed} changed)")
 
 
 def run(args: argparse.Namespace) -> int:
