@@ -106,3 +106,14 @@ def test_version_order() -> None:
     versions = ["0.9.0", "unknown", "0.10.1", "0.10.0rc1", "1.0"]
     assert sorted(versions, key=_version_key, reverse=True)[:3] == ["1.0", "0.10.1", "0.10.0rc1"]
     assert sorted(versions, key=_version_key, reverse=True)[-1] == "unknown"
+
+
+def test_the_home_page_counts_one_recipe_in_the_singular(make_site: MakeSite, tmp_path: Path) -> None:
+    root = make_site()
+    out = tmp_path / "out"
+    build(load_config(root, out), workers=1)
+    soup = BeautifulSoup((out / "index.html").read_text(encoding="utf-8"), "html.parser")
+    counts = soup.select_one("header.page-head p.muted")
+    assert counts is not None
+    assert counts.get_text(" ", strip=True).startswith("1 recipe · ")
+    assert "1 recipes" not in counts.get_text()
