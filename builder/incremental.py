@@ -417,7 +417,8 @@ class IncrementalBuilder:
         out_prefix = f"{os.fspath(out)}/"
         sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
         kept, records, pending = sorted_jobs.kept, sorted_jobs.records, sorted_jobs.pending
-        if self._quick_con is not None and (self.workers or worker_count(len(pending))) > 1:
+        workers = self.workers or worker_count(len(pending))
+        if self._quick_con is not None and workers > 1:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
@@ -428,7 +429,7 @@ class IncrementalBuilder:
         if self.atomic and state is not None and kept:
             inodes = {path: records[path].stat[0] for path in kept}
             linker = self._linker = Linker(out, config.root, kept, inodes, self._record.spare)
-        forks = (self.workers or worker_count(len(pending))) > 1 and len(pending) > 1
+        forks = workers > 1 and len(pending) > 1
         if linker is not None and not forks:
             linker.start()
         # rows.arrow is written beside the render when no fork follows (no render workers, and not

@@ -9,8 +9,8 @@ whole site had loaded, the child (records, then Pagefind re-indexing a shard: �
 render workers on two cores made both slower than one after the other (cold build 16.8 s →
 22.1 s); a first build forks its search child just before the render, at the lowest priority
 (``EarlyStages(niceness=19)``), so that it takes only what the render workers and then the data
-stage leave of the cores (−0.5 to −0.9 s paired, 16 rounds). :func:`stage_setup` completes the memo with the dependency digests once the whole site
-is loaded.
+stage leave of the cores (−0.5 to −0.9 s paired, 16 rounds). :func:`stage_setup` completes the
+memo with the dependency digests once the whole site is loaded.
 """
 
 from __future__ import annotations

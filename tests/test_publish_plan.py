@@ -8,7 +8,7 @@ from builder.build_state import OutputRecord
 from builder.depindex import KEPT
 from builder.inputs import digest_bytes
 from builder.output import MARKER
-from builder.publish_plan import Fresh, apply, plan
+from builder.publish_plan import Fresh, Plan, apply, plan
 from tests.conftest import tree
 
 OUT = "/srv/site/"
@@ -67,66 +67,47 @@ def test_the_digest_a_render_worker_gave_is_used_as_given() -> None:
     assert plan(fresh, {}, {}, set(), OUT).records["page.html"].digest == b"from the worker"
 
 
-def test_apply_in_place_writes_removes_and_records_inodes(tmp_path: Path) -> None:
+def published(tmp_path: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
+    """(root, out): a published site holding ``files`` (and the marker) under ``root/public``."""
     root, out = tmp_path / "root", tmp_path / "root" / "public"
-    (out / "old").mkdir(parents=True)
-    (out / MARKER).write_bytes(b"")
-    (out / "old" / "gone.html").write_bytes(b"gone")
-    (out / "kept.html").write_bytes(b"kept")
-    previous = {"old/gone.html": record(b"gone"), "kept.html": record(b"kept")}
-    result = plan(Fresh({"kept.html": b"kept", "new/page.html": b"new"}), {}, previous, set(), f"{out}/")
-    apply(
-        result,
-        out,
-        root,
-        in_place=True,
-        tree_changed=False,
-        linker=None,
-        trash=tmp_path / "trash",
-        spare=None,
-    )
+    out.mkdir(parents=True)
+    for rel, data in {MARKER: b"", **files}.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(data)
+    return root, out
+
+
+def publish_plan(
+    tmp_path: Path, out: Path, fresh: dict[str, bytes], previous: dict[str, bytes], **how: bool
+) -> Plan:
+    """Plan ``fresh`` against ``previous`` (path → published bytes) and apply it to ``out``."""
+    result = plan(Fresh(fresh), {}, {p: record(d) for p, d in previous.items()}, set(), f"{out}/")
+    apply(result, out, out.parent, linker=None, trash=tmp_path / "trash", spare=None, **how)
+    return result
+
+
+def test_apply_in_place_writes_removes_and_records_inodes(tmp_path: Path) -> None:
+    old = {"old/gone.html": b"gone", "kept.html": b"kept"}
+    root, out = published(tmp_path, old)
+    fresh = {"kept.html": b"kept", "new/page.html": b"new"}
+    result = publish_plan(tmp_path, out, fresh, old, in_place=True, tree_changed=False)
     assert tree(out) == {MARKER: b"", "kept.html": b"kept", "new/page.html": b"new"}
     st = (out / "new" / "page.html").stat()
     assert result.records["new/page.html"].stat == (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def test_apply_publishes_nothing_when_nothing_changed(tmp_path: Path) -> None:
-    root, out = tmp_path / "root", tmp_path / "root" / "public"
-    out.mkdir(parents=True)
-    (out / MARKER).write_bytes(b"")
-    (out / "page.html").write_bytes(b"page")
+    root, out = published(tmp_path, {"page.html": b"page"})
     before = out.stat().st_ino
-    previous = {"page.html": record(b"page")}
-    result = plan(Fresh({"page.html": b"page"}), {}, previous, set(), f"{out}/")
-    apply(
-        result,
-        out,
-        root,
-        in_place=False,
-        tree_changed=False,
-        linker=None,
-        trash=tmp_path / "trash",
-        spare=None,
+    publish_plan(
+        tmp_path, out, {"page.html": b"page"}, {"page.html": b"page"}, in_place=False, tree_changed=False
     )
     assert out.stat().st_ino == before  # the folder was not swapped for a new tree
 
 
 def test_apply_swaps_in_a_new_tree_when_the_published_one_was_tampered_with(tmp_path: Path) -> None:
-    root, out = tmp_path / "root", tmp_path / "root" / "public"
-    out.mkdir(parents=True)
-    (out / MARKER).write_bytes(b"")
-    (out / "page.html").write_bytes(b"page")
-    (out / "stray.html").write_bytes(b"not ours")
-    previous = {"page.html": record(b"page")}
-    result = plan(Fresh({"page.html": b"page"}), {}, previous, set(), f"{out}/")
-    apply(
-        result,
-        out,
-        root,
-        in_place=False,
-        tree_changed=True,
-        linker=None,
-        trash=tmp_path / "trash",
-        spare=None,
+    root, out = published(tmp_path, {"page.html": b"page", "stray.html": b"not ours"})
+    publish_plan(
+        tmp_path, out, {"page.html": b"page"}, {"page.html": b"page"}, in_place=False, tree_changed=True
     )
-    assert tree(out) == {MARKER: (root / "public" / MARKER).read_bytes(), "page.html": b"page"}
+    assert tree(out) == {MARKER: (out / MARKER).read_bytes(), "page.html": b"page"}
