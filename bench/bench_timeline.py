@@ -49,8 +49,13 @@ def _stat(pid: str) -> tuple[int, str, int] | None:
 
 def watch(command: list[str]) -> tuple[str, dict[int, Seen], list[tuple[float, int, int]]]:
     """Run ``command``; its output, the processes seen, and (time, main ticks, others' ticks) samples."""
+    import tempfile
+
+    # Output to a file, not a pipe: a build printing many warnings would fill a pipe nobody reads
+    # until the end, and wait on it forever.
+    log = tempfile.TemporaryFile("w+")
     start = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)
     seen: dict[int, Seen] = {proc.pid: Seen(0, "build", 0.0)}
     samples: list[tuple[float, int, int]] = []
     while proc.poll() is None:
@@ -71,8 +76,8 @@ def watch(command: list[str]) -> tuple[str, dict[int, Seen], list[tuple[float, i
         main = seen[proc.pid].ticks
         samples.append((now, main, sum(s.ticks for s in seen.values()) - main))
         time.sleep(0.01)
-    assert proc.stdout is not None
-    return proc.stdout.read(), seen, samples
+    log.seek(0)
+    return log.read(), seen, samples
 
 
 def main(argv: list[str] | None = None) -> int:
