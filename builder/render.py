@@ -21,7 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from builder import comparison_tables, deps
-from builder.chart_data import case_charts, comparison_charts, recipe_charts
+from builder.chart_data import recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.charts import page_data
 from builder.comparisons import comparison, comparison_slugs, node_hardware
@@ -36,6 +36,7 @@ from builder.load import Site, today
 from builder.page_memo import PageMemo
 from builder.reconcile import Reconciliation
 from builder.search import search_page_jobs
+from builder.side_by_side_charts import case_charts, comparison_charts
 from builder.tables import chart_rows, row_table_rows
 from builder.views import (
     METRIC_LABELS,
