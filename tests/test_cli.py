@@ -114,3 +114,29 @@ def test_check_process_keeps_its_exit_code_and_whole_output(make_site: MakeSite)
     assert failed.returncode == 1
     assert failed.stdout.rstrip().splitlines()[-1].endswith("0 findings")
     assert "data/rows/tiny/bad.csv:1: missing required column" in failed.stdout
+
+
+def test_pydantic_plugins_are_skipped_unless_the_user_asks() -> None:
+    from builder.cli import skip_pydantic_plugins
+
+    environ: dict[str, str] = {}
+    skip_pydantic_plugins(environ)
+    assert environ == {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+    chosen = {"PYDANTIC_DISABLE_PLUGINS": "logfire"}
+    skip_pydantic_plugins(chosen)
+    assert chosen == {"PYDANTIC_DISABLE_PLUGINS": "logfire"}
+
+
+def test_a_builder_process_never_scans_for_pydantic_plugins() -> None:
+    # The scan walks every installed distribution's entry points; its cache stays None without it.
+    probe = (
+        "import sys\nfrom builder.cli import main\n"
+        "main(['schema', '--check'], process=True)\n"
+        "import pydantic.plugin._loader as loader\n"
+        "print('SCANNED' if loader._plugins is not None else 'NOT SCANNED', file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().endswith("NOT SCANNED")
