@@ -14,7 +14,6 @@ findings of each recipe.
 from __future__ import annotations
 
 import functools
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -50,34 +49,6 @@ AT_LOAD: frozenset[str] = frozenset({"aggregate_tok_s"})
 settings from the highest concurrency down, the others' from a single stream up."""
 
 _RANK = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
-
-
-def model_slug(model: str) -> str:
-    """``Qwen/Qwen3.6-35B-A3B`` → ``qwen-qwen3.6-35b-a3b``."""
-    return re.sub(r"[^a-z0-9.]+", "-", model.lower()).strip("-.") or "model"
-
-
-def comparison_slugs(site: Site) -> dict[str, str]:
-    """Base model → page slug, for every model with more than one recipe (collisions numbered)."""
-    counts: dict[str, int] = defaultdict(int)
-    for recipe in site.recipes.values():
-        counts[recipe.meta.model] += 1
-    return model_slugs(m for m, n in counts.items() if n > 1)
-
-
-def model_slugs(models: Iterable[str]) -> dict[str, str]:
-    """Base model → ``model_slug``, numbered in sorted order where two models share a slug."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for model in sorted(models):
-        slug = base = model_slug(model)
-        n = 1
-        while slug in taken:
-            n += 1
-            slug = f"{base}-{n}"
-        taken.add(slug)
-        out[model] = slug
-    return out
 
 
 @dataclass(frozen=True)
@@ -511,10 +482,6 @@ class Comparison:
         return len({b.hardware for b in self.builds}) > 1
 
 
-def node_hardware(site: Site) -> dict[str, str]:
-    return {name: node.hardware for name, node in site.nodes.items()}
-
-
 def model_recipes(site: Site, model: str) -> list[Recipe]:
     """The recipes of ``model``, by slug: the builds of its comparison, in order."""
     return sorted((r for r in site.recipes.values() if r.meta.model == model), key=lambda r: r.slug)
@@ -527,7 +494,7 @@ def comparison(
     of it is in :func:`side_by_side`)."""
     recipes = model_recipes(site, model)
     builds = make_builds(recipes)
-    grid = figure_grid(builds, rows, recon, node_hardware(site))
+    grid = figure_grid(builds, rows, recon, site.node_hardware())
     shared, alone = slots(grid)
     headlines = headline_keys(recipes)
     shown_shared = _shown_by_quantity(shared, SHARED_SHOWN, _hardware_of, headlines)

@@ -13,9 +13,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from builder import deps
-from builder.comparisons import model_slugs
 from builder.content import FaqItem, Markdown
 from builder.load import Recipe, Site
+from builder.model_slugs import model_slugs
 
 if TYPE_CHECKING:  # render imports this module; the type is only needed for annotations
     from builder.render import PageJob, RenderContext

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from builder import deps
-from builder.comparisons import comparison_slugs
 from builder.content import slugify
 from builder.load import Recipe, Site
+from builder.model_slugs import comparison_slugs
 
 if TYPE_CHECKING:
     from builder.render import PageJob, RenderContext

@@ -100,6 +100,10 @@ class Site:
         entry = self.hardware.get(hardware_id)
         return entry.name if entry else hardware_id
 
+    def node_hardware(self) -> dict[str, str]:
+        """Node id → its hardware id."""
+        return {name: node.hardware for name, node in self.nodes.items()}
+
 
 def pydantic_problems(
     exc: ValidationError,

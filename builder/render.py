@@ -20,11 +20,10 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
-from builder import comparison_tables, deps
+from builder import deps
 from builder.chart_data import recipe_charts
 from builder.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.charts import page_data
-from builder.comparisons import comparison, comparison_slugs, node_hardware
 from builder.content import Markdown
 from builder.downloads import api_page_jobs
 from builder.errors import TemplateError
@@ -33,10 +32,10 @@ from builder.findings_pages import findings_page_jobs, recipe_findings
 from builder.indexes import index_page_jobs
 from builder.jsonscript import script_json
 from builder.load import Site, today
+from builder.model_slugs import comparison_slugs
 from builder.page_memo import PageMemo
 from builder.reconcile import Reconciliation
 from builder.search import search_page_jobs
-from builder.side_by_side_charts import case_charts, comparison_charts
 from builder.tables import chart_rows, row_table_rows
 from builder.views import (
     METRIC_LABELS,
@@ -234,7 +233,7 @@ def make_context(
         cases_by_recipe=case_studies_by_recipe(site),
         build_date=today(config),
         comparisons=comparison_slugs(site),
-        node_hw=node_hardware(site),
+        node_hw=site.node_hardware(),
         memo=memo,
         summary_source=summary_source,
     )
@@ -293,6 +292,8 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
 
 
 def render_case_study(ctx: RenderContext, slug: str) -> bytes:
+    from builder.side_by_side_charts import case_charts  # with the comparisons, only when needed
+
     case = ctx.site.case_studies[slug]
     return ctx.page(
         "case_study.html",
@@ -311,6 +312,11 @@ def _comparison_url(ctx: RenderContext, model: str) -> str | None:
 
 
 def render_comparison(ctx: RenderContext, model: str) -> bytes:
+    # Imported here: a build that renders no comparison page (an edit's) never loads them.
+    from builder import comparison_tables
+    from builder.comparisons import comparison
+    from builder.side_by_side_charts import comparison_charts
+
     slug = ctx.comparisons[model]
     comp = comparison(ctx.site, model, slug, ctx.rows, ctx.recon)
     return ctx.page(

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder.comparisons import SHARED_SHOWN, comparison, comparison_slugs, model_slug, short_labels
+from builder.comparisons import SHARED_SHOWN, comparison, short_labels
 from builder.config import load_config
+from builder.model_slugs import comparison_slugs
 from builder.pipeline import build, load_and_reconcile
 from builder.views import rows_by_recipe
 from tests.chartpage import chart_values
@@ -125,7 +126,6 @@ def _comparison(root: Path):  # type: ignore[no-untyped-def]
 def test_only_models_with_several_recipes_get_a_page(root: Path) -> None:
     loaded = load_and_reconcile(load_config(root))
     assert comparison_slugs(loaded.site) == {"example/tiny": "example-tiny"}
-    assert model_slug("Qwen/Qwen3.6-35B-A3B") == "qwen-qwen3.6-35b-a3b"
 
 
 def test_ratio_is_computed_from_rows_at_the_matching_setting(root: Path) -> None:
