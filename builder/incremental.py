@@ -367,7 +367,7 @@ class IncrementalBuilder:
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
         from builder.deps import declared
         from builder.output import Linker
-        from builder.render import make_context, page_jobs
+        from builder.render import import_renderers, make_context, page_jobs
 
         assert loaded.recon is not None
         site = loaded.site
@@ -430,6 +430,8 @@ class IncrementalBuilder:
             inodes = {path: records[path].stat[0] for path in kept}
             linker = self._linker = Linker(out, config.root, kept, inodes, self._record.spare)
         forks = workers > 1 and len(pending) > 1
+        if forks:
+            import_renderers(jobs[i][0] for i in pending)
         if linker is not None and not forks:
             linker.start()
         # rows.arrow is written beside the render when no fork follows (no render workers, and not

@@ -11,7 +11,7 @@ import functools
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -309,6 +309,15 @@ def render_case_study(ctx: RenderContext, slug: str) -> bytes:
 def _comparison_url(ctx: RenderContext, model: str) -> str | None:
     slug = ctx.comparisons.get(model)
     return f"models/{slug}/" if slug else None
+
+
+def import_renderers(paths: Iterable[str]) -> None:
+    """Import here what the renderers of ``paths`` import when first called (the comparison pages'
+    and case studies' modules), so that forked render workers inherit them instead of each
+    importing them again."""
+    if any(path.startswith(("models/", "case-studies/")) for path in paths):
+        import builder.comparison_tables
+        import builder.side_by_side_charts  # noqa: F401 - imported for the workers to inherit
 
 
 def render_comparison(ctx: RenderContext, model: str) -> bytes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,15 @@ def test_headline_from_matching_rows_has_no_caveat(shipped: Path) -> None:
         "section.headline"
     )
     assert section is not None and section.select_one(".notice") is None
+
+
+def test_renderers_imported_before_the_workers_fork_only_when_their_pages_render() -> None:
+    probe = (
+        "import sys\nfrom builder.render import import_renderers\n"
+        "import_renderers(['index.html', 'recipes/a/index.html'])\n"
+        "before = 'builder.side_by_side_charts' in sys.modules\n"
+        "import_renderers(['index.html', 'models/m/index.html'])\n"
+        "print(before, 'builder.side_by_side_charts' in sys.modules, 'builder.comparison_tables' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["False", "True", "True"], done.stderr
