@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -77,3 +77,31 @@ def synthetic_site(
     generate.write_site(root, recipes=recipes, rows=rows, cases=cases, posts=posts)
     shutil.copytree(REPO / "templates", root / "templates")
     return root
+
+
+def edit_first_recipe(root: Path) -> None:
+    """Append a sentence to the body of the site's first recipe (by file name)."""
+    recipe = sorted((root / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
+
+
+def imported_by_build(root: Path, modules: Iterable[str]) -> tuple[str, list[str]]:
+    """Build ``root`` in a new process: what it printed, and which of ``modules`` it imported."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\nfrom builder.cli import main\n"
+        "assert main(['build', '--root', sys.argv[1]]) == 0\n"
+        "print('IMPORTED:' + ' '.join(sorted(set(sys.argv[2:]) & set(sys.modules))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(root), *modules],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    printed, _, imported = done.stdout.rpartition("IMPORTED:")
+    return printed, imported.split()

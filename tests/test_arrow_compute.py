@@ -4,8 +4,6 @@ without importing ``pyarrow.compute`` (the reason they exist)."""
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pyarrow.compute as reference
 import pytest
 
 from builder import arrow_compute
-from tests.conftest import REPO, synthetic_site
+from tests.conftest import edit_first_recipe, imported_by_build, synthetic_site
 
 STRINGS = pa.chunked_array([["a", "", None, "1.5"], ["b.c", "a", "12", None]])
 NUMBERS = pa.array([3, None, 1, 2, 3], pa.int64())
@@ -103,26 +101,14 @@ def test_edit_and_row_file_builds_import_neither_pyarrow_compute_nor_dateutil(
     root = synthetic_site(tmp_path / "site", monkeypatch, recipes=4, rows=6, cases=1, posts=1)
     import generate  # bench/, put on the path by synthetic_site
 
-    command = [sys.executable, "-m", "builder", "build", "--root", str(root)]
-    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
-    probe = (
-        "import sys\nfrom builder.cli import main\n"
-        "assert main(['build', '--root', sys.argv[1]]) == 0\n"
-        "print('IMPORTED', sorted({'pyarrow.compute', 'dateutil'} & set(sys.modules)))\n"
-    )
-
-    def probed_build() -> str:
-        return subprocess.run(
-            [sys.executable, "-c", probe, str(root)], cwd=REPO, check=True, capture_output=True, text=True
-        ).stdout
-
-    recipe = sorted((root / "content" / "recipes").glob("*.md"))[0]
-    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
-    out = probed_build()
-    assert "built" in out
-    assert out.strip().endswith("IMPORTED []")
+    unwanted = ("pyarrow.compute", "dateutil")
+    imported_by_build(root, ())
+    edit_first_recipe(root)
+    printed, imported = imported_by_build(root, unwanted)
+    assert "built" in printed
+    assert imported == []
     # A row file: the rows are validated and reconciled again (ListArray.flatten imported it there).
     generate.add_row_file(root, 1, "2027-04-01")
-    out = probed_build()
-    assert "built" in out
-    assert out.strip().endswith("IMPORTED []")
+    printed, imported = imported_by_build(root, unwanted)
+    assert "built" in printed
+    assert imported == []

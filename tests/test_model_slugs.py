@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from builder.model_slugs import model_slug, model_slugs
-from tests.conftest import REPO, synthetic_site
+from tests.conftest import edit_first_recipe, imported_by_build, synthetic_site
 
 
 def test_model_slug_keeps_dots_and_lowercases() -> None:
@@ -27,17 +25,8 @@ def test_an_edit_build_does_not_import_the_comparisons(
     # It renders no comparison page (and, without case studies, no side-by-side chart): the page
     # jobs list the comparison pages through model_slugs alone.
     root = synthetic_site(tmp_path / "site", monkeypatch, recipes=4, rows=6, cases=0, posts=1)
-    command = [sys.executable, "-m", "builder", "build", "--root", str(root)]
-    subprocess.run(command, cwd=REPO, check=True, capture_output=True)
-    recipe = sorted((root / "content" / "recipes").glob("*.md"))[0]
-    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
-    probe = (
-        "import sys\nfrom builder.cli import main\n"
-        "assert main(['build', '--root', sys.argv[1]]) == 0\n"
-        "print('LOADED', sorted(m for m in sys.modules if m in ('builder.comparisons', 'builder.figure_grid')))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe, str(root)], cwd=REPO, check=True, capture_output=True, text=True
-    ).stdout
-    assert "built" in out
-    assert out.strip().endswith("LOADED []")
+    imported_by_build(root, ())
+    edit_first_recipe(root)
+    printed, imported = imported_by_build(root, ("builder.comparisons", "builder.figure_grid"))
+    assert "built" in printed
+    assert imported == []
