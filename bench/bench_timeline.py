@@ -18,6 +18,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +50,6 @@ def _stat(pid: str) -> tuple[int, str, int] | None:
 
 def watch(command: list[str]) -> tuple[str, dict[int, Seen], list[tuple[float, int, int]]]:
     """Run ``command``; its output, the processes seen, and (time, main ticks, others' ticks) samples."""
-    import tempfile
-
     # Output to a file, not a pipe: a build printing many warnings would fill a pipe nobody reads
     # until the end, and wait on it forever.
     log = tempfile.TemporaryFile("w+")

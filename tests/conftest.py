@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -68,8 +70,6 @@ def synthetic_site(
     root: Path, monkeypatch: pytest.MonkeyPatch, *, recipes: int, rows: int, cases: int, posts: int
 ) -> Path:
     """A SYNTHETIC site (``bench/generate.py``) with the repository's templates, its build date fixed."""
-    import sys
-
     sys.path.insert(0, str(REPO / "bench"))
     import generate
 
@@ -87,9 +87,6 @@ def edit_first_recipe(root: Path) -> None:
 
 def imported_by_build(root: Path, modules: Iterable[str]) -> tuple[str, list[str]]:
     """Build ``root`` in a new process: what it printed, and which of ``modules`` it imported."""
-    import subprocess
-    import sys
-
     probe = (
         "import sys\nfrom builder.cli import main\n"
         "assert main(['build', '--root', sys.argv[1]]) == 0\n"
