@@ -9,10 +9,11 @@ the cached file instead of bundling again.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 from builder.errors import ChartRuntimeError
@@ -21,13 +22,38 @@ RUNTIME_ASSET = "vega-runtime.js"
 """Logical asset name of the bundle (content-hashed on output like every static file)."""
 
 
-def _versions() -> tuple[str, str]:
+@functools.cache
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (as pip names it), None when it is not installed.
+
+    Read from the name of its ``.dist-info`` folder on ``sys.path`` (where wheels put it, the name
+    normalised as wheels normalise it); ``importlib.metadata`` only when there is none (an egg or
+    a source checkout). ``importlib.metadata.version`` scans every installed distribution: ≈ 5 ms a
+    call, and every build asks for two versions.
+    """
+    prefix = re.sub(r"[-_.]+", "_", distribution).lower() + "-"
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info") and name.lower().startswith(prefix):
+                return name[len(prefix) : -len(".dist-info")]
+    from importlib import metadata
+
     try:
-        return metadata.version("vl-convert-python"), metadata.version("altair")
-    except metadata.PackageNotFoundError as exc:
-        raise ChartRuntimeError(
-            f"charts need the {exc.name} package: pip install vl-convert-python altair"
-        ) from None
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _versions() -> tuple[str, str]:
+    found = {name: installed_version(name) for name in ("vl-convert-python", "altair")}
+    missing = [name for name, version in found.items() if version is None]
+    if missing:
+        raise ChartRuntimeError(f"charts need the {missing[0]} package: pip install vl-convert-python altair")
+    return found["vl-convert-python"] or "", found["altair"] or ""
 
 
 def cache_path(cache_dir: Path) -> Path:

@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import os
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,30 +244,10 @@ def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
     return template
 
 
-@functools.cache
-def _altair_version() -> str | None:
-    """Altair's installed version, from its dist-info folder's name (``importlib.metadata`` took
-    ~50 ms of every build that renders a chart, scanning every installed distribution)."""
-    for folder in sys.path:
-        try:
-            names = os.listdir(folder or ".")
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith("altair-") and name.endswith(".dist-info"):
-                return name[len("altair-") : -len(".dist-info")]
-    from importlib import metadata
-
-    try:
-        return metadata.version("altair")
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def _spec_cache_path(kind: str, quantity: str) -> Path | None:
-    from builder.chart_runtime import user_cache_dir
+    from builder.chart_runtime import installed_version, user_cache_dir
 
-    altair_version = _altair_version()
+    altair_version = installed_version("altair")
     if altair_version is None:
         return None
     source = Path(__file__).read_bytes()

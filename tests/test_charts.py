@@ -211,6 +211,42 @@ def test_runtime_bundle_is_bundled_once_when_missing(tmp_path: Path, monkeypatch
     assert calls == [1]
 
 
+def test_installed_version_reads_the_dist_info_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from importlib import metadata
+
+    # The installed packages agree with importlib.metadata, however the name is spelt.
+    for name in ("altair", "vl-convert-python", "VL_Convert.Python", "markdown-it-py"):
+        chart_runtime.installed_version.cache_clear()
+        assert chart_runtime.installed_version(name) == metadata.version(name)
+    # A wheel's folder is found by its normalised name, without asking importlib.metadata.
+    (tmp_path / "fake_chart_lib-2.5.0rc1.dist-info").mkdir()
+    (tmp_path / "fake_chart_lib_extra-9.9.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def no_scan(name: str) -> str:
+        raise AssertionError(f"importlib.metadata asked for {name}")
+
+    monkeypatch.setattr(metadata, "version", no_scan)
+    chart_runtime.installed_version.cache_clear()
+    assert chart_runtime.installed_version("fake-chart.lib") == "2.5.0rc1"
+    monkeypatch.undo()
+    chart_runtime.installed_version.cache_clear()
+    assert chart_runtime.installed_version("surely-not-installed-package") is None
+
+
+def test_runtime_needs_both_chart_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from builder.errors import ChartRuntimeError
+
+    real = chart_runtime.installed_version
+    monkeypatch.setattr(
+        chart_runtime, "installed_version", lambda name: None if name == "altair" else real(name)
+    )
+    with pytest.raises(ChartRuntimeError, match="charts need the altair package"):
+        cache_path(Path("/nonexistent"))
+
+
 # ------------------------------------------------------------------------------------------ sites
 
 ROWS_HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,aggregate_tok_s,flags,env,source,notes\n"
