@@ -31,21 +31,29 @@ def installed_version(distribution: str) -> str | None:
     a source checkout). ``importlib.metadata.version`` scans every installed distribution: ≈ 5 ms a
     call, and every build asks for two versions.
     """
-    prefix = re.sub(r"[-_.]+", "_", distribution).lower() + "-"
+    wanted = _normalised(distribution)
     for folder in sys.path:
         try:
             names = os.listdir(folder or ".")
         except OSError:
             continue
         for name in names:
-            if name.endswith(".dist-info") and name.lower().startswith(prefix):
-                return name[len(prefix) : -len(".dist-info")]
+            # <name>-<version>.dist-info, the name's own dashes written as underscores
+            if name.endswith(".dist-info") and "-" in name:
+                found, _, version = name[: -len(".dist-info")].partition("-")
+                if _normalised(found) == wanted:
+                    return version
     from importlib import metadata
 
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
         return None
+
+
+def _normalised(name: str) -> str:
+    """A distribution name as PEP 503 compares names (runs of ``-_.`` alike, any case)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _versions() -> tuple[str, str]:

@@ -223,6 +223,7 @@ def test_installed_version_reads_the_dist_info_folder(
     # A wheel's folder is found by its normalised name, without asking importlib.metadata.
     (tmp_path / "fake_chart_lib-2.5.0rc1.dist-info").mkdir()
     (tmp_path / "fake_chart_lib_extra-9.9.dist-info").mkdir()
+    (tmp_path / "Old.Style.Name-1.0.dist-info").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def no_scan(name: str) -> str:
@@ -231,6 +232,7 @@ def test_installed_version_reads_the_dist_info_folder(
     monkeypatch.setattr(metadata, "version", no_scan)
     chart_runtime.installed_version.cache_clear()
     assert chart_runtime.installed_version("fake-chart.lib") == "2.5.0rc1"
+    assert chart_runtime.installed_version("old-style-name") == "1.0"
     monkeypatch.undo()
     chart_runtime.installed_version.cache_clear()
     assert chart_runtime.installed_version("surely-not-installed-package") is None
