@@ -151,22 +151,19 @@ def page_independent_stages(
 ) -> list[tuple[str, Stage]]:
     """The stages of :func:`output_stages` that read no page, only the site and its markdown (the
     engine starts them before the pages, in a forked child: same files, sooner). ``announce``: given
-    the content summary as soon as the search records are known (:mod:`builder.content_summary`)."""
+    the content summary as soon as the search records are known (:mod:`builder.content_summary`),
+    before Pagefind starts."""
     from builder.faq import faq_entries
     from builder.search import SearchPlan, page_records, search_files
 
     def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
         entries = faq_entries(site, markdown)
         plan = SearchPlan.of(page_records(site, markdown, entries))
-        if announce is None:
-            return search_files(site, markdown, files, reuse, plan)
-
-        def summary() -> None:
+        if announce is not None:
             from builder.content_summary import summarize
 
             announce(summarize(site, markdown, plan, entries))
-
-        return search_files(site, markdown, files, reuse, plan, meanwhile=summary)
+        return search_files(site, markdown, files, reuse, plan)
 
     return [("search", search)]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -280,7 +280,6 @@ def search_files(
     rendered: Mapping[str, bytes],
     reuse: Reuse = no_reuse,
     plan: SearchPlan | None = None,
-    meanwhile: Callable[[], None] | None = None,
 ) -> dict[str, bytes]:
     """The Pagefind bundle(s) and the file-system fallback, all from the same records.
 
@@ -288,9 +287,6 @@ def search_files(
     for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
     out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. A shard's bundle is
     a pure function of its records, so a shard whose records did not change is reused.
-
-    ``meanwhile`` is called once, while Pagefind indexes when it has something to index (the
-    search child announces the content summary then).
     """
     del rendered  # the records come from content; kept for callers that pass the pages
     if plan is None:
@@ -317,16 +313,12 @@ def search_files(
         # while this thread writes the fallback.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="search") as pool:
             job = pool.submit(index_shards)
-            if meanwhile is not None:
-                meanwhile()
             script = fallback_script(records)
             job.result()
         return {path: script}
 
     files = dict(reuse(b"fallback\0" + digest.encode(), fallback))
     if not indexed:
-        if meanwhile is not None:
-            meanwhile()
         index_shards()
     for prefix in sorted(bundles):
         files.update(bundles[prefix])
