@@ -32,6 +32,7 @@ class _ProgressBar:
         if self._progress is None:
             if total < 200:
                 return
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
@@ -39,6 +40,9 @@ class _ProgressBar:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                # On the terminal that was checked (standard error): standard output stays the
+                # report alone, whether it goes to the terminal, a file or a pipe.
+                console=Console(stderr=True),
                 transient=True,
             )
             self._progress.start()
