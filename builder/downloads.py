@@ -24,7 +24,7 @@ import io
 import json
 import struct
 import tempfile
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +34,7 @@ import pyarrow as pa
 from builder import arrow_compute as pc
 from builder import deps
 from builder.arrays import from_numpy
-from builder.arrowjson import json_arrays
+from builder.arrowjson import json_array_pieces
 from builder.content import Markdown
 from builder.deps import Reuse, no_reuse
 from builder.export_table import Export, export_table
@@ -209,8 +209,9 @@ def _status_json(status: RowStatus) -> dict[str, Any]:
     }
 
 
-def _rows_json(export: Export) -> dict[str, bytes]:
-    """Each recipe's rows as one JSON array (dates as ISO text), each row with its status object.
+def _rows_json(export: Export) -> Iterator[tuple[str, list[memoryview]]]:
+    """Each recipe's rows as the pieces of one JSON array (dates as ISO text), each row with its
+    status object (see :func:`builder.arrowjson.json_array_pieces`).
 
     The row id is a position in the whole build: any earlier file shifts it, so a recipe's document
     would change with every other recipe's rows. Rows are named by source_file and source_line here
@@ -224,7 +225,7 @@ def _rows_json(export: Export) -> dict[str, bytes]:
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
     rows = rows.append_column("status", pc.take(statuses, from_numpy(codes)))
-    return json_arrays(rows, table.column("recipe"), raw={"status"})
+    return json_array_pieces(rows, table.column("recipe"), raw={"status"})
 
 
 def recipe_document(
@@ -282,14 +283,14 @@ def recipe_documents(
         export = export_table(site, recon, None if only is None else slugs)
     elif only is not None and len(slugs) < len(site.recipes):
         export = export.of(slugs)
-    rows = _rows_json(export)
     cases = case_studies_by_recipe(site)
+    # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key. Each document is joined as soon
+    # as its recipe's rows are written, so no other copy of the rows' text is kept.
+    heads = {slug: _json(recipe_document(site, recon, slug, markdown, cases))[:-2] for slug in slugs}
     docs: dict[str, bytes] = {}
-    for slug in slugs:
-        head = _json(recipe_document(site, recon, slug, markdown, cases))
-        # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key.
-        docs[slug] = b"".join((head[:-2], b',"rows":', rows.get(slug, b"[]"), b"}\n"))
-    return docs
+    for slug, pieces in _rows_json(export):
+        docs[slug] = b"".join((heads[slug], b',"rows":[', *pieces, b"]}\n"))
+    return {slug: docs[slug] if slug in docs else heads[slug] + b',"rows":[]}\n' for slug in slugs}
 
 
 def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:

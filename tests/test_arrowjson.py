@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.arrowjson import json_arrays, json_objects, json_values
+from builder.arrowjson import json_array_pieces, json_arrays, json_objects, json_values
 
 
 def _dumps(value: Any) -> str:
@@ -99,6 +99,33 @@ def test_arrays_span_slices(monkeypatch: pytest.MonkeyPatch, groups: list[str], 
     for g, n in zip(groups, range(len(groups)), strict=True):
         want.setdefault(g, []).append({"g": g, "n": n})
     assert json_arrays(table, table.column("g")) == {g: _dumps(v).encode() for g, v in want.items()}
+
+
+@pytest.mark.parametrize("per_slice", [1, 3, 1000])
+def test_a_group_is_given_out_as_soon_as_its_last_row_is_written(
+    monkeypatch: pytest.MonkeyPatch, per_slice: int
+) -> None:
+    """So a caller joins each group while later slices are still to be written, and drops the text."""
+    monkeypatch.setattr("builder.arrowjson.ROWS_PER_SLICE", per_slice)
+    written: list[int] = []
+    real = json_objects
+
+    def counting(table: pa.Table, raw: Any = (), *, end: str = "}") -> pa.Array:
+        written.append(table.num_rows)
+        return real(table, raw, end=end)
+
+    monkeypatch.setattr("builder.arrowjson.json_objects", counting)
+    groups = list("aaabbbbcdd")
+    table = pa.table({"g": groups, "n": list(range(len(groups)))})
+    seen = []
+    for name, pieces in json_array_pieces(table, table.column("g")):
+        assert all(isinstance(p, memoryview) for p in pieces)
+        last_row = len(groups) - 1 - groups[::-1].index(name)
+        assert sum(written) == min(len(groups), (last_row // per_slice + 1) * per_slice)  # no slice more
+        rows = [{"g": name, "n": n} for n, g in enumerate(groups) if g == name]
+        assert b"".join([b"[", *pieces, b"]"]) == _dumps(rows).encode()
+        seen.append(name)
+    assert seen == ["a", "b", "c", "d"]
 
 
 def test_no_rows_no_arrays() -> None:
