@@ -57,11 +57,11 @@ def _normalised(name: str) -> str:
 
 
 def _versions() -> tuple[str, str]:
-    found = {name: installed_version(name) for name in ("vl-convert-python", "altair")}
-    missing = [name for name, version in found.items() if version is None]
-    if missing:
-        raise ChartRuntimeError(f"charts need the {missing[0]} package: pip install vl-convert-python altair")
-    return found["vl-convert-python"] or "", found["altair"] or ""
+    vlc, altair = installed_version("vl-convert-python"), installed_version("altair")
+    if vlc is None or altair is None:
+        missing = "vl-convert-python" if vlc is None else "altair"
+        raise ChartRuntimeError(f"charts need the {missing} package: pip install vl-convert-python altair")
+    return vlc, altair
 
 
 def cache_path(cache_dir: Path) -> Path:
