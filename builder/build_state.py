@@ -369,6 +369,8 @@ class QuickScan:
     """The record's folder (:func:`state_dir`)."""
     prefetch: Prefetch | None = None
     """The load cache being fetched, for the build that goes on."""
+    walk: OutputWalk | None = None
+    """The published site being checked against :attr:`state`, for the build that goes on."""
 
 
 def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
@@ -396,11 +398,12 @@ def quick_scan(root: str | Path, out: str | Path | None = None) -> QuickScan:
     if environment_key(sources, _source_date_epoch()) != state.environment:
         return QuickScan(None)
     inputs = scan_inputs(sources, state.inputs)
-    go_on = QuickScan(None, state, inputs, sources.templates, folder)
-    if inputs.digests != state.inputs.digests:
-        go_on.prefetch = Prefetch(load_cache_files(folder))
-        return go_on
-    if output_changes(out_path, state) != (set(), set()):
+    # The published site is checked on a thread from here on: the build that follows (inputs
+    # changed) takes the result after its imports and the record, instead of starting the walk then
+    # and waiting for it.
+    walk = OutputWalk(out_path, state)
+    go_on = QuickScan(None, state, inputs, sources.templates, folder, walk=walk)
+    if inputs.digests != state.inputs.digests or walk.result() != (set(), set()):
         go_on.prefetch = Prefetch(load_cache_files(folder))
         return go_on
     from builder.output import remove_leftovers  # light: os, shutil, tempfile

@@ -263,8 +263,11 @@ class IncrementalBuilder:
         if scan is not None and (scan.folder != self._record.folder or scan.templates != config.templates):
             scan = None  # made for another site or output
         # The published site is checked against the record (thousands of lstat calls, which let go
-        # of the GIL) on a thread while this one unpickles the rest of the record.
-        walk = OutputWalk(config.out, scan.state) if scan is not None and scan.state is not None else None
+        # of the GIL) on a thread while this one unpickles the rest of the record (begun by the
+        # quick scan, when there was one).
+        walk = None
+        if scan is not None and scan.state is not None:
+            walk = scan.walk if scan.walk is not None else OutputWalk(config.out, scan.state)
         restored = self._record.read(
             scan.state if scan is not None else None, scan.prefetch if scan is not None else None
         )

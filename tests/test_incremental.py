@@ -519,8 +519,9 @@ def test_compiled_templates_are_kept_per_builder_and_follow_template_edits(
 def test_the_cli_build_goes_on_from_its_quick_scan(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``build`` looks for a no-op first; when there is work, the engine takes the record and the
-    scan from there (not read and scanned twice) and still makes a clean build's bytes."""
+    """``build`` looks for a no-op first; when there is work, the engine takes the record, the
+    scan and the check of the published site from there (not read, scanned or walked twice) and
+    still makes a clean build's bytes."""
     from builder.cli import main
 
     out = tmp_path / "out"
@@ -529,11 +530,22 @@ def test_the_cli_build_goes_on_from_its_quick_scan(
     def no_second_scan(*args: object, **kwargs: object) -> None:
         raise AssertionError("inputs scanned again")
 
+    def no_second_walk(*args: object, **kwargs: object) -> None:
+        raise AssertionError("published site walked again")
+
+    def damage_a_page_and_edit() -> None:
+        # A published page changed by hand (same inode): the quick scan's walk must see it.
+        with (out / "404.html").open("ab") as page:
+            page.write(b"<!-- changed by hand -->")
+        editor.edit_body()
+
     editor = Editor(site, random.Random(SEED))
-    for edit in (editor.edit_body, editor.add_rows, editor.edit_front):
+    for edit in (editor.edit_body, editor.add_rows, editor.edit_front, damage_a_page_and_edit):
         edit()
         with monkeypatch.context() as patch:
             patch.setattr(incremental, "scan_inputs", no_second_scan)
+            patch.setattr(incremental, "OutputWalk", no_second_walk)
+            patch.setattr(incremental, "output_changes", no_second_walk)
             assert main(["build", "--root", str(site), "--out", str(out)]) == 0
         assert clean_build(site, tmp_path / "clean") is None
         assert_same_tree(out, tmp_path / "clean", edit.__name__)
