@@ -79,6 +79,13 @@ def synthetic_site(
     return root
 
 
+def run_builder(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m builder ARGS`` in a new process, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def edit_first_recipe(root: Path) -> None:
     """Append a sentence to the body of the site's first recipe (by file name)."""
     recipe = sorted((root / "content" / "recipes").glob("*.md"))[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, MakeSite
+from tests.conftest import REPO, MakeSite, run_builder
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -25,19 +25,9 @@ LINUX_ONLY = pytest.mark.skipif(
 )
 
 
-def build(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "builder", "build", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_verbose_adds_one_timing_line_naming_each_stage(make_site: MakeSite) -> None:
     root = make_site()
-    first = build("--root", str(root), "--verbose")
+    first = run_builder("build", "--root", str(root), "--verbose")
     assert first.returncode == 0, first.stderr
     report, timing = first.stdout.splitlines()
     assert report.startswith("built ") and report.endswith(f"into {root / 'site'}")
@@ -49,10 +39,10 @@ def test_verbose_adds_one_timing_line_naming_each_stage(make_site: MakeSite) -> 
     assert abs(sum(seconds[:-1]) - seconds[-1]) <= 0.01 * len(seconds)  # the total is the stages' sum
 
     # Nothing changed: the no-op check is the only stage.
-    again = build("--root", str(root), "--verbose")
+    again = run_builder("build", "--root", str(root), "--verbose")
     assert again.stdout.splitlines()[1].startswith("scan ")
     assert TIMING.match(again.stdout.splitlines()[1])
-    quiet = build("--root", str(root))
+    quiet = run_builder("build", "--root", str(root))
     assert quiet.stdout.splitlines() == [report]
 
 
@@ -106,7 +96,7 @@ def test_a_progress_bar_on_the_terminal_only_for_a_build_worth_waiting_for(
     )
 
     # Not a terminal: no bar anywhere.
-    piped = build("--root", str(root), "--no-cache")
+    piped = run_builder("build", "--root", str(root), "--no-cache")
     assert piped.returncode == 0
     assert not CONTROL.search(piped.stderr) and not CONTROL.search(piped.stdout)
     assert piped.stdout == out.decode()

@@ -10,13 +10,7 @@ from pathlib import Path
 import pytest
 
 from builder.cli import main
-from tests.conftest import REPO, SITES, MakeSite
-
-
-def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "builder", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+from tests.conftest import REPO, SITES, MakeSite, run_builder
 
 
 def test_check_clean_site_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -57,15 +51,15 @@ def test_check_text_and_github_formats(make_site: MakeSite, capsys: pytest.Captu
 
 
 def test_usage_errors_exit_2() -> None:
-    assert run("check", "--format", "yaml").returncode == 2
-    assert run("nonsense").returncode == 2
-    assert run().returncode == 2
+    assert run_builder("check", "--format", "yaml").returncode == 2
+    assert run_builder("nonsense").returncode == 2
+    assert run_builder().returncode == 2
 
 
 def test_build_writes_site_and_reports(make_site: MakeSite, tmp_path: Path) -> None:
     # On a copy: a build keeps its record in <root>/.cache, which must not land in the fixtures.
     out = tmp_path / "out"
-    result = run("build", "--root", str(make_site()), "--out", str(out))
+    result = run_builder("build", "--root", str(make_site()), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert (out / "recipes" / "tiny" / "index.html").is_file()
     assert str(out) in result.stdout
@@ -73,7 +67,7 @@ def test_build_writes_site_and_reports(make_site: MakeSite, tmp_path: Path) -> N
 
 def test_build_failure_exits_1_with_located_errors(make_site: MakeSite, tmp_path: Path) -> None:
     root = make_site({"content/recipes/tiny.md": "---\ntitle: x\n---\n"})
-    result = run("build", "--root", str(root), "--out", str(tmp_path / "out"))
+    result = run_builder("build", "--root", str(root), "--out", str(tmp_path / "out"))
     assert result.returncode == 1
     assert "content/recipes/tiny.md:1: missing required key 'model'" in result.stderr
     assert "build failed" in result.stderr
@@ -81,7 +75,7 @@ def test_build_failure_exits_1_with_located_errors(make_site: MakeSite, tmp_path
 
 
 def test_bad_root_is_a_clear_error(tmp_path: Path) -> None:
-    result = run("check", "--root", str(tmp_path / "nowhere"))
+    result = run_builder("check", "--root", str(tmp_path / "nowhere"))
     assert result.returncode == 1
     assert "is not a folder" in result.stderr
 
@@ -90,7 +84,7 @@ def test_build_refuses_foreign_output_folder(make_site: MakeSite, tmp_path: Path
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.tex").write_text("do not delete")
-    result = run("build", "--root", str(make_site()), "--out", str(out))
+    result = run_builder("build", "--root", str(make_site()), "--out", str(out))
     assert result.returncode == 1
     assert "refusing" in result.stderr
     assert (out / "thesis.tex").read_text() == "do not delete"
@@ -105,12 +99,12 @@ def test_check_process_keeps_its_exit_code_and_whole_output(make_site: MakeSite)
         trial_run("2026-01-01", 100.0), trial_run("2026-02-01", 101.0), trial_run("2026-03-01", 70.0)
     )
     root = make_site(site_files(rows))
-    assert run("check", "--root", str(root)).returncode == 0
-    strict = run("check", "--root", str(root), "--strict")
+    assert run_builder("check", "--root", str(root)).returncode == 0
+    strict = run_builder("check", "--root", str(root), "--strict")
     assert strict.returncode == 1
     assert strict.stdout.rstrip().endswith("(1 without annotation: failing under --strict)")
     broken = make_site({"data/rows/tiny/bad.csv": "date,recipe\n2026-01-03,tiny,extra\n"})
-    failed = run("check", "--root", str(broken))
+    failed = run_builder("check", "--root", str(broken))
     assert failed.returncode == 1
     assert failed.stdout.rstrip().splitlines()[-1].endswith("0 findings")
     assert "data/rows/tiny/bad.csv:1: missing required column" in failed.stdout
