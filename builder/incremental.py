@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,7 @@ from builder.depindex import (
 from builder.errors import BuildAborted, BuilderError
 from builder.inputs import Inputs, rescan_paths, scan_inputs
 from builder.page_reuse import Fingerprints, sort_jobs
-from builder.publish_plan import Fresh, apply, plan
+from builder.publish_plan import Fresh, WriteAhead, apply, plan
 from builder.record import Record
 from builder.render_pool import Progress, raise_first, render_jobs, worker_count
 from builder.stage_setup import StageSetup, begin_stages, fork_search, stage_setup
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from builder.early_stages import EarlyStages
     from builder.load import Site
     from builder.loadcache import LoadCache
-    from builder.output import Linker
+    from builder.output import Linker, Staging
     from builder.pipeline import Loaded
     from builder.render import RenderContext
 
@@ -121,6 +122,8 @@ class IncrementalBuilder:
         """Stages started in a child by the build under way."""
         self._linker: Linker | None = None
         """The output tree the build under way has begun."""
+        self._write_ahead: WriteAhead | None = None
+        """The files the build under way writes into its tree while its last stages finish."""
         self._ahead: SiteWideAhead | None = None
         """The site-wide downloads of the build under way, begun before its render."""
 
@@ -237,8 +240,11 @@ class IncrementalBuilder:
             if self._early is not None:
                 self._early.cancel()  # stages a failed build did not wait for
                 self._early = None
+            if self._write_ahead is not None:
+                self._write_ahead.abandon()  # a tree begun but not published
+                self._write_ahead = None
             if self._linker is not None:
-                self._linker.abandon()  # a tree begun but not published
+                self._linker.abandon()
                 self._linker = None
             self._record.abandon_rows()
             if self._ahead is not None:
@@ -476,7 +482,18 @@ class IncrementalBuilder:
             self._record.begin_rows(cache)  # after the last fork of the build
 
         files = OutputFiles(fresh, kept, out)
-        for name, stage in output_stages(site, ctx, memo, self._ahead):
+        in_place = not self.atomic and state is not None and not damaged and not extra
+        producers = output_stages(site, ctx, memo, self._ahead)
+        for index, (name, stage) in enumerate(producers):
+            if name in early and not in_place and self._write_ahead is None:
+                if all(later in early for later, _ in producers[index:]):
+                    # Only the child's stages are left: while it finishes, what is made is written
+                    # (on a thread) and the record's Python work is done.
+                    self._write_ahead = WriteAhead(
+                        made, previous, damaged, out_prefix, self._tree_maker(config)
+                    )
+                    used = markdown.used
+                    self._record.prepare(cache, {k: v for k, v in markdown.cache.items() if k in used})
             produced = early.files(name) if name in early else stage(files)
             for path in produced:
                 if path in fresh or path in kept:
@@ -485,17 +502,22 @@ class IncrementalBuilder:
             lap(name)
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
+        tree = None
+        if self._write_ahead is not None:
+            tree = self._write_ahead.tree(made)
+            self._write_ahead = None  # its tree is published or abandoned by apply
+        if tree is None and self._linker is not None:
+            tree = self._linker.staging()
+        self._linker = None  # published or abandoned by apply
         published = plan(made, records, previous, damaged, out_prefix)
         new_records = published.records
-        if linker is not None:
-            self._linker = None  # published or abandoned by apply
         apply(
             published,
             out,
             config.root,
-            in_place=not self.atomic and state is not None and not damaged and not extra,
+            in_place=in_place,
             tree_changed=bool(damaged or extra) or state is None,
-            linker=linker,
+            tree=tree,
             trash=config.cache_dir / "trash",
             spare=self._record.spare,
         )
@@ -535,6 +557,20 @@ class IncrementalBuilder:
             cache_note=self._record.note,
             seconds=seconds,
         )
+
+    def _tree_maker(self, config: SiteConfig) -> Callable[[], Staging]:
+        """How :class:`WriteAhead` gets its tree: the one the linker began (with the kept pages in),
+        else a new one."""
+        linker = self._linker
+        if linker is not None:
+            return linker.staging
+
+        def begin() -> Staging:
+            from builder.output import Staging
+
+            return Staging(config.out, config.root, spare=self._record.spare)
+
+        return begin
 
     def _reuse_loaded(
         self,

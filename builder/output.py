@@ -140,15 +140,20 @@ def _write_tree(
     *,
     marker: bool = True,
     present: _Present | None = None,
+    made: set[str] | None = None,
 ) -> None:
     """Write ``files`` and link ``reuse`` into ``target``: an empty folder, or a reused tree
     (``present``) whose files are replaced only where they differ — unlinked first, never written
-    into: a reused tree shares its inodes with the published site."""
+    into: a reused tree shares its inodes with the published site. ``made``: the folders an
+    earlier call made in the empty folder (updated)."""
     # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
     # Folders by one mkdir each, parents first (``os.makedirs`` costs several calls and a recursion
     # per folder: most of this function's time, on a thread that shares the GIL with the build).
     base = os.fspath(target)
-    made = present.folders if present is not None else {""}
+    if present is not None:
+        made = present.folders
+    elif made is None:
+        made = {""}
     there = present.files if present is not None else {}
     wanted = present.inodes if present is not None else {}
     deferred: list[tuple[str, bytes]] | None = [] if len(files) >= PARALLEL_WRITES else None
@@ -301,7 +306,8 @@ class Staging:
     of the synthetic site 0.3–0.6 s of system calls. The reused tree is only ever changed by
     unlinking: its files share inodes with the published site, which is never written into.
 
-    Call :meth:`publish` or :meth:`abandon` once; :meth:`link` may be called before, from one thread.
+    Call :meth:`publish` or :meth:`abandon` once; :meth:`link` and :meth:`write_ahead` may be called
+    before, from one thread at a time.
     """
 
     def __init__(self, out: Path, root: Path, *, spare: Path | None = None) -> None:
@@ -323,6 +329,10 @@ class Staging:
         except OSError as exc:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
         self.linked: set[str] = set()
+        self.ahead: dict[str, bytes] = {}
+        """Files :meth:`write_ahead` wrote, which :meth:`publish` does not write again."""
+        self._made = {""}
+        """Folders made so far in an empty tree (a reused one lists its own)."""
         self._broken = False
 
     def _take(self, spare: Path) -> bool:
@@ -355,11 +365,22 @@ class Staging:
             present = self._scanned()
             if present is not None:
                 present.inodes = inodes or {}
-            _write_tree(self.path, {}, reuse, marker=False, present=present)
+            _write_tree(self.path, {}, reuse, marker=False, present=present, made=self._made)
         except OSError:
             self._broken = True
         else:
             self.linked.update(reuse)
+
+    def write_ahead(self, files: Mapping[str, bytes]) -> None:
+        """Write ``files`` into the tree now, before :meth:`publish` is given the rest (a first
+        build writes its pages while Pagefind still indexes). A failure is not raised here: as
+        for :meth:`link`, :meth:`publish` then starts the tree again."""
+        try:
+            _write_tree(self.path, files, {}, marker=False, present=self._scanned(), made=self._made)
+        except OSError:
+            self._broken = True
+        else:
+            self.ahead.update(files)
 
     def abandon(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -380,22 +401,24 @@ class Staging:
                 self._scanned()
             except OSError:
                 self._broken = True
-        if self._broken:  # linking early failed midway: everything again, in a fresh folder
-            self._restart()
         try:
+            if self._broken:  # linking or writing early failed midway: everything again, afresh
+                self._restart()
             rest = {k: v for k, v in reuse.items() if k not in self.linked}
+            ahead = self.ahead
+            unwritten = {k: v for k, v in files.items() if ahead.get(k) is not v} if ahead else files
             if self._present is not None:
                 if inodes is not None:
                     self._present.inodes = inodes
                 try:
-                    _write_tree(staging, files, rest, present=self._present)
+                    _write_tree(staging, unwritten, rest, present=self._present)
                     _remove_rest(staging, self._present)
                 except OSError:
                     # A reused tree that does not fit (a folder where a file now goes): a fresh one.
                     self._restart()
                     _write_tree(staging, files, reuse)
             else:
-                _write_tree(staging, files, rest)
+                _write_tree(staging, unwritten, rest, made=self._made)
             (staging / STAGING_MARKER).unlink()
             os.chmod(staging, 0o755)
             # Swap in one step where the kernel can; otherwise two renames, undone on failure.
@@ -429,6 +452,7 @@ class Staging:
         self.path.mkdir()
         (self.path / STAGING_MARKER).write_bytes(b"")
         self.linked, self._present, self._unscanned = set(), None, False
+        self.ahead, self._made = {}, {""}
 
     def _retire(self, old: Path, trash: Path | None) -> None:
         """The replaced site: kept as the next build's spare tree when there is a place for it,

@@ -9,7 +9,7 @@ publishes (atomically, or in place for the preview) and records the new files' i
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +19,7 @@ from builder.depindex import KEPT
 from builder.inputs import digest_bytes
 
 if TYPE_CHECKING:
-    from builder.output import Linker
+    from builder.output import Staging
 
 
 @dataclass
@@ -87,6 +87,70 @@ def plan(
     return Plan(write, link, sorted(set(previous) - set(records)), records)
 
 
+class WriteAhead:
+    """The files a build has made so far, written into its new tree on a thread while it waits for
+    the stages still running in a child: publishing then writes only the rest.
+
+    A first build of the synthetic site waits ≈ 2 s for Pagefind with a core to spare, then spent
+    ≈ 0.5 s writing 3,500 files. The files written are those :func:`plan` will write (the same rule,
+    applied to the same bytes), into the tree ``linker`` began, else into a new one; none is begun
+    when there is nothing to write (a build whose pages came out the same publishes nothing)."""
+
+    def __init__(
+        self,
+        fresh: Fresh,
+        previous: Mapping[str, OutputRecord],
+        damaged: set[str],
+        out_prefix: str,
+        begin: Callable[[], Staging],
+    ) -> None:
+        import threading
+
+        # A copy: the build adds the child's files to ``fresh`` while this thread reads.
+        made = Fresh(dict(fresh.files), dict(fresh.digests))
+        self._tree: Staging | None = None
+        self.digests: dict[str, bytes] = {}
+        """Digest of every file planned (hashed here, not again by the final plan)."""
+        self._thread = threading.Thread(
+            target=self._write,
+            args=(made, previous, damaged, out_prefix, begin),
+            name="write-ahead",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def _write(
+        self,
+        made: Fresh,
+        previous: Mapping[str, OutputRecord],
+        damaged: set[str],
+        out_prefix: str,
+        begin: Callable[[], Staging],
+    ) -> None:
+        try:
+            ahead = plan(made, {}, previous, damaged, out_prefix)
+            self.digests = {path: record.digest for path, record in ahead.records.items()}
+            if ahead.write:
+                self._tree = begin()
+                self._tree.write_ahead(ahead.write)
+        except Exception:  # noqa: BLE001 - publishing does it all again and reports what fails
+            pass
+
+    def tree(self, fresh: Fresh) -> Staging | None:
+        """The tree begun, once its files are in (None: none was); ``fresh`` gets the digests."""
+        self._thread.join()
+        for path, digest in self.digests.items():
+            fresh.digests.setdefault(path, digest)
+        return self._tree
+
+    def abandon(self) -> None:
+        """Remove the tree (the build failed before publishing it)."""
+        self._thread.join()
+        if self._tree is not None:
+            self._tree.abandon()
+            self._tree = None
+
+
 def apply(
     plan: Plan,
     out: Path,
@@ -94,13 +158,14 @@ def apply(
     *,
     in_place: bool,
     tree_changed: bool,
-    linker: Linker | None,
+    tree: Staging | None,
     trash: Path,
     spare: Path | None,
 ) -> None:
     """Publish ``plan`` into ``out``: file by file when ``in_place`` (the preview), else by swapping
-    in a new tree (begun by ``linker`` when there is one). Nothing is published when nothing
-    changed, unless ``tree_changed`` (a first build, or a published tree that was tampered with)."""
+    in a new tree (``tree`` when one was begun: see :class:`builder.output.Linker` and
+    :class:`WriteAhead`). Nothing is published when nothing changed, unless ``tree_changed`` (a
+    first build, or a published tree that was tampered with)."""
     from builder.output import publish, remove_leftovers, update_in_place
 
     write, records = plan.write, plan.records
@@ -108,13 +173,13 @@ def apply(
         update_in_place(write, plan.removed, out, root)
     elif not in_place and (write or plan.removed or tree_changed):
         inodes = {path: records[path].stat[0] for path in plan.link}
-        if linker is not None:
-            linker.staging().publish(write, plan.link, trash=trash, inodes=inodes)
+        if tree is not None:
+            tree.publish(write, plan.link, trash=trash, inodes=inodes)
         else:
             publish(write, out, root, reuse=plan.link, trash=trash, spare=spare, inodes=inodes)
     else:
-        if linker is not None:
-            linker.abandon()
+        if tree is not None:
+            tree.abandon()
         remove_leftovers(out)
         return
     for path in write:

@@ -119,7 +119,7 @@ def test_a_full_disk_says_so(built: tuple[Path, Path], monkeypatch: pytest.Monke
     root, out = built
     before = tree(out)
 
-    def full(target: Path, files: object, reuse: object) -> None:
+    def full(target: Path, files: object, reuse: object, **how: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(target / "index.html"))
 
     monkeypatch.setattr(output, "_write_tree", full)
@@ -166,7 +166,7 @@ INTERRUPTED = textwrap.dedent(
     stage = sys.argv[3]
     if stage == "write":
         real = output._write_tree
-        def interrupted(target, files, reuse):
+        def interrupted(target, files, reuse, **how):
             real(target, dict(list(files.items())[:3]), {})
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C halfway through writing
         output._write_tree = interrupted
@@ -226,7 +226,7 @@ def test_a_killed_build_leaves_the_previous_site_and_its_litter_is_swept(
             from builder.config import load_config
             from builder.pipeline import build
             real = output._write_tree
-            def killed(target, files, reuse):
+            def killed(target, files, reuse, **how):
                 real(target, dict(list(files.items())[:3]), {})
                 os.kill(os.getpid(), signal.SIGKILL)
             output._write_tree = killed

@@ -82,7 +82,7 @@ def publish_plan(
 ) -> Plan:
     """Plan ``fresh`` against ``previous`` (path → published bytes) and apply it to ``out``."""
     result = plan(Fresh(fresh), {}, {p: record(d) for p, d in previous.items()}, set(), f"{out}/")
-    apply(result, out, out.parent, linker=None, trash=tmp_path / "trash", spare=None, **how)
+    apply(result, out, out.parent, tree=None, trash=tmp_path / "trash", spare=None, **how)
     return result
 
 
