@@ -22,7 +22,7 @@ from builder.faq import FaqEntry, faq_entries
 from builder.search import SearchPlan, page_records
 
 if TYPE_CHECKING:
-    from builder.content import Markdown
+    from builder.content import Markdown, Prerendering
     from builder.load import Site
 
 
@@ -41,10 +41,16 @@ class ContentSummary:
     """Hash of every question in order."""
 
 
-def prerender_bodies(site: Site, markdown: Markdown) -> None:
-    """Render every recipe body not cached yet, in one batch (half in a forked child): a first build
-    needs them all before its pages (the render workers then find them cached)."""
-    markdown.prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
+def prerender_bodies(site: Site, markdown: Markdown, started: Prerendering | None = None) -> None:
+    """Render every recipe body not cached yet, in one batch (shared with a forked child): a first
+    build needs them all before its pages (the render workers then find them cached). ``started``:
+    the batch as :func:`start_prerender_bodies` began it."""
+    markdown.finish_prerender(started if started is not None else start_prerender_bodies(site, markdown))
+
+
+def start_prerender_bodies(site: Site, markdown: Markdown) -> Prerendering:
+    """Begin :func:`prerender_bodies` (its child starts now)."""
+    return markdown.start_prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
 
 
 def summarize(

@@ -66,7 +66,7 @@ from builder.stage_setup import StageSetup, begin_stages, fork_search, stage_set
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
-    from builder.content import RenderedBody
+    from builder.content import Markdown, Prerendering, RenderedBody
     from builder.downloads import SiteWideAhead
     from builder.early_stages import EarlyStages
     from builder.load import Site
@@ -122,6 +122,8 @@ class IncrementalBuilder:
         """Stages started in a child by the build under way."""
         self._linker: Linker | None = None
         """The output tree the build under way has begun."""
+        self._prerendering: Prerendering | None = None
+        """A first build's recipe bodies, being rendered while it reconciles."""
         self._write_ahead: WriteAhead | None = None
         """The files the build under way writes into its tree while its last stages finish."""
         self._ahead: SiteWideAhead | None = None
@@ -240,6 +242,9 @@ class IncrementalBuilder:
             if self._early is not None:
                 self._early.cancel()  # stages a failed build did not wait for
                 self._early = None
+            if self._prerendering is not None:
+                self._prerendering.cancel()  # bodies a failed build did not wait for
+                self._prerendering = None
             if self._write_ahead is not None:
                 self._write_ahead.abandon()  # a tree begun but not published
                 self._write_ahead = None
@@ -364,11 +369,11 @@ class IncrementalBuilder:
         if reused:
             start_search(reused.site)
         # A first build starts no stage early: its setup waits for reconciliation (the load stage
-        # stays what it measures).
+        # stays what it measures). Its recipe bodies begin rendering in a child meanwhile.
         loaded = reused or load_and_reconcile(
             config,
             cache=cache,
-            on_loaded=setup if state is not None else None,
+            on_loaded=setup if state is not None else functools.partial(self._start_bodies, begun.markdown),
             on_content=start_search if state is not None else None,
         )
         lap("load")
@@ -401,7 +406,8 @@ class IncrementalBuilder:
             from builder.content_summary import prerender_bodies, summarize
             from builder.forked import Forked
 
-            prerender_bodies(site, markdown)
+            started, self._prerendering = self._prerendering, None
+            prerender_bodies(site, markdown, started)
             summary_child = Forked(functools.partial(summarize, site, markdown))
             summary_source = summary_child.result
         try:
@@ -557,6 +563,14 @@ class IncrementalBuilder:
             cache_note=self._record.note,
             seconds=seconds,
         )
+
+    def _start_bodies(self, markdown: Markdown, site: Site) -> None:
+        """A first build's recipe bodies begin rendering in a forked child while it reconciles (the
+        other core is idle then); the render context's preparation finishes them."""
+        if len(site.recipes) >= SUMMARY_CHILD_RECIPES:
+            from builder.content_summary import start_prerender_bodies
+
+            self._prerendering = start_prerender_bodies(site, markdown)
 
     def _tree_maker(self, config: SiteConfig) -> Callable[[], Staging]:
         """How :class:`WriteAhead` gets its tree: the one the linker began (with the kept pages in),

@@ -90,3 +90,54 @@ def test_a_document_renders_under_the_key_its_body_has() -> None:
     by_doc = markdown.render(doc, faq=True)
     assert markdown.render(doc.body, faq=True) is by_doc  # one cache entry for both
     assert markdown.cache == {doc.body_keys[True]: by_doc}
+
+
+def _serial(bodies: list[str]) -> Markdown:
+    serial = Markdown()
+    for body in bodies:
+        serial.render(body, faq=True)
+    return serial
+
+
+def test_a_child_started_early_takes_the_bodies_from_the_back() -> None:
+    """The child renders while this process does other work; finishing renders only what is left."""
+    import time
+
+    bodies = [_body(i) for i in range(3 * FORK_BODIES)]
+    md = Markdown()
+    started = md.start_prerender(bodies, faq=True)
+    deadline = time.monotonic() + 60
+    while started._get(1) > 0 and time.monotonic() < deadline:  # the child has claimed them all
+        time.sleep(0.01)
+    here: list[str] = []
+    real = md._render
+
+    def counted(body: str, faq: bool) -> Any:
+        here.append(body)
+        return real(body, faq)
+
+    md._render = counted  # type: ignore[method-assign]
+    md.finish_prerender(started)
+    assert here == []
+    serial = _serial(bodies)
+    assert md.cache == serial.cache and md.used == serial.used
+
+
+def test_bodies_a_dying_child_claimed_are_rendered_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    parent = os.getpid()
+    real = Markdown._render
+    calls = {"n": 0}
+
+    def dies_in_the_child(self: Markdown, body: str, faq: bool) -> Any:
+        calls["n"] += 1
+        if os.getpid() != parent and calls["n"] > 5:
+            raise RuntimeError("the child fails after claiming six bodies")
+        return real(self, body, faq)
+
+    monkeypatch.setattr(Markdown, "_render", dies_in_the_child)
+    bodies = [_body(i) for i in range(3 * FORK_BODIES)]
+    md = Markdown()
+    md.prerender(bodies, faq=True)
+    assert md.cache == _serial(bodies).cache
