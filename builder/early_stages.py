@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -32,14 +31,7 @@ Payload = tuple[list[tuple[str, bytes | None]], dict[bytes, tuple[str, ...]], di
 markdown used."""
 
 
-def _run(stage: Stage, markdown: Markdown, memo: StageMemo, niceness: int = 0, parent: int = 0) -> Payload:
-    # In the child only: a stage that falls back to running in the parent (no fork, a failed
-    # child) must not lower the build's own priority for good.
-    if niceness and os.getpid() != parent:
-        try:
-            os.nice(niceness)  # Pagefind, started from here, inherits it
-        except OSError:
-            pass
+def _run(stage: Stage, markdown: Markdown, memo: StageMemo) -> Payload:
     cached, used, current = set(markdown.cache), set(markdown.used), set(memo.current)
     files = stage({})  # reads no page
     return (
@@ -59,11 +51,8 @@ class EarlyStages:
         markdown: Markdown,
         memo: StageMemo,
         notice: Notice[Any] | None = None,
-        *,
-        niceness: int = 0,
     ) -> None:
-        """``notice``: what a stage sends before it ends (closed here when the stages are cancelled);
-        ``niceness``: added to the children's (19: they run only on a core nothing else wants)."""
+        """``notice``: what a stage sends before it ends (closed here when the stages are cancelled)."""
         self._markdown = markdown
         self._memo = memo
         self._notice = notice
@@ -73,9 +62,7 @@ class EarlyStages:
         gc.freeze()
         try:
             for name, stage in stages:
-                self._jobs[name] = Forked(
-                    functools.partial(_run, stage, markdown, memo, niceness, os.getpid())
-                )
+                self._jobs[name] = Forked(functools.partial(_run, stage, markdown, memo))
         finally:
             gc.unfreeze()
             if notice is not None:

@@ -450,22 +450,21 @@ class IncrementalBuilder:
         if linker is not None and not forks:
             linker.start()
         # rows.arrow is written beside the render when no fork follows (no render workers, and not
-        # a first build, which forks its search child just before the render).
+        # a first build, which forks its search child just after the render).
         rows_now = not forks and state is not None
         if rows_now:
             self._record.begin_rows(cache)
             from builder.downloads import begin_site_wide
 
             self._ahead = begin_site_wide(site, ctx.recon, memo)
+        results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         if state is None:
-            # A first build starts them now, at the lowest priority: they take what the render
-            # workers leave of the cores, then yield to the data stage, which the build waits on
-            # first. At equal priority they slowed the render as much as they gained.
+            # A first build starts them once the render workers are done, beside the data stage
+            # (see builder.stage_setup).
             from builder.pipeline import page_independent_stages
 
             stages_now = page_independent_stages(site, markdown, memo)
-            self._early = early = EarlyStages(stages_now, markdown, memo, niceness=19)
-        results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
+            self._early = early = EarlyStages(stages_now, markdown, memo)
         if linker is not None and forks:
             linker.start()
         failed = [r for r in results if r.error is not None]

@@ -76,27 +76,3 @@ def test_cancel_stops_the_child(tmp_path: Path) -> None:
     if pid:
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)  # reaped: no child left behind
-
-
-def test_a_niced_stage_runs_at_that_priority_and_this_process_keeps_its_own(tmp_path: Path) -> None:
-    before = os.nice(0)
-
-    def stage(files: Mapping[str, bytes]) -> dict[str, bytes]:
-        return {"niceness": str(os.nice(0)).encode()}
-
-    early = EarlyStages([("search", stage)], Markdown(), memo(tmp_path), niceness=19)
-    assert early.files("search") == {"niceness": str(min(before + 19, 19)).encode()}
-    assert os.nice(0) == before
-
-
-def test_a_niced_stage_run_here_after_all_leaves_this_process_priority_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def no_fork() -> int:
-        raise OSError("synthetic: no fork")
-
-    monkeypatch.setattr(os, "fork", no_fork)
-    before = os.nice(0)
-    early = EarlyStages([("search", lambda files: {"a": b"a"})], Markdown(), memo(tmp_path), niceness=19)
-    assert early.files("search") == {"a": b"a"}  # computed here
-    assert os.nice(0) == before
