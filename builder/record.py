@@ -144,7 +144,7 @@ class Record:
 
     def prepare(self, cache: LoadCache, markdown: dict[str, Any]) -> None:
         """Do the Python work of :meth:`save` that the build's last steps cannot change, while the
-        build has nothing else to do (a first build waits ≈ 2 s for Pagefind's child): settle the
+        build has nothing else to do (a first build waits 1–2 s for Pagefind's child): settle the
         cache, pickle its pages and ``markdown``'s bodies. :meth:`save` then reuses the pickles."""
         if not self.persist:
             return
