@@ -99,7 +99,7 @@ def fork_search(begun: Begun, inputs: Inputs, cache: LoadCache, site: Site) -> E
     from builder.early_stages import EarlyStages
     from builder.forked import Notice
 
-    notice: Notice[ContentSummary] = Notice()
+    notice: Notice[tuple[ContentSummary, dict[str, RenderedBody]]] = Notice()
     search = functools.partial(
         _search_in_child,
         site,
@@ -111,7 +111,20 @@ def fork_search(begun: Begun, inputs: Inputs, cache: LoadCache, site: Site) -> E
         begun.changed,
         notice.send,
     )
-    begun.summary = notice.receive
+    markdown = begun.markdown
+
+    def summary() -> ContentSummary | None:
+        """The summary the child sent, and the bodies it rendered for it (this process would render
+        the same ones again: an edit build's own body, and markdown-it's import, ≈ 0.05 s)."""
+        sent = notice.receive()
+        if sent is None:
+            return None
+        content, bodies = sent
+        for key, body in bodies.items():
+            markdown.cache.setdefault(key, body)
+        return content
+
+    begun.summary = summary
     return EarlyStages([("search", search)], begun.markdown, begun.memo, notice)
 
 
@@ -132,14 +145,20 @@ def _search_in_child(
     cache: LoadCache,
     earlier: dict[str, bytes | None] | None,
     changed: set[str] | None,
-    announce: Callable[[ContentSummary], None],
+    announce: Callable[[tuple[ContentSummary, dict[str, RenderedBody]]], None],
     files: Mapping[str, bytes],
 ) -> dict[str, Any]:
-    """The search stage as the early child runs it, on the site as far as it is loaded."""
+    """The search stage as the early child runs it, on the site as far as it is loaded; it announces
+    the content summary with the bodies it rendered to work it out."""
     from builder.pipeline import page_independent_stages
 
     # Search keys its files by what it reads (its records), not by dependency names; a memo whose
     # digests were asked for would give this site's.
     memo.deps_index = DepIndex(inputs, cache, site, earlier, changed)
-    [(_, search)] = page_independent_stages(site, markdown, memo, announce)
+    had = set(markdown.cache)
+
+    def with_bodies(summary: ContentSummary) -> None:
+        announce((summary, {k: v for k, v in markdown.cache.items() if k not in had}))
+
+    [(_, search)] = page_independent_stages(site, markdown, memo, with_bodies)
     return search(files)

@@ -681,3 +681,31 @@ def test_findings_pages_follow_the_findings_not_every_row(
     assert "findings/index.html" in report.written
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", "after a row file made a finding")
+
+
+def test_an_edit_build_takes_the_edited_body_from_the_search_child(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search child renders the edited body to work out the content summary and sends it with
+    the summary: the build's own process renders no markdown (nor imports markdown-it for it)."""
+    from builder.content import Markdown
+
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited by the test.\n", encoding="utf-8")
+    here: list[str] = []
+    parent = os.getpid()
+    real = Markdown._render
+
+    def render(self: Markdown, body: str, faq: bool) -> Any:
+        if os.getpid() == parent:
+            here.append(body)
+        return real(self, body, faq)
+
+    monkeypatch.setattr(Markdown, "_render", render)
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
+    assert here == []
+    page = (out / "recipes" / recipe.stem / "index.html").read_text(encoding="utf-8")
+    assert "Edited by the test." in page
