@@ -138,7 +138,7 @@ def _render(
     lines = table.column("file_row").to_pylist()
     parts = {f: PurePosixPath(site.row_files[f].source.rel).parts for f in set(files)}
     order = sorted(range(table.num_rows), key=lambda i: (parts[files[i]], lines[i]))
-    table = table.take(pa.array(order, pa.int64()))
+    table = pc.take(table, pa.array(order, pa.int64()))
     table = table.set_column(
         table.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32))
     )

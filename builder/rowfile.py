@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from builder import arrow_compute as pc
 from builder.models import ROW_FIELDS
 
 BOM = b"\xef\xbb\xbf"
@@ -179,7 +180,8 @@ def file_row_ids(indices: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, pa.
 
 def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Table:
     """``table.take(positions)`` chunk by chunk: Arrow's take first concatenates a chunked string
-    column (a copy of the whole column to pick a few rows)."""
+    column (a copy of the whole column to pick a few rows). Through :mod:`builder.arrow_compute`,
+    as every take on a build's path: ``Array.take`` imports ``pyarrow.compute``."""
     wanted = np.asarray(positions.to_numpy(zero_copy_only=False), dtype=np.int64)
     order = np.argsort(wanted, kind="stable")
     ordered = wanted[order]
@@ -188,15 +190,15 @@ def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Tabl
     for name in table.column_names:
         column = table.column(name)
         if column.num_chunks <= 1:
-            columns[name] = column.take(pa.array(wanted))
+            columns[name] = pc.take(column, pa.array(wanted))
             continue
         bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
         cuts = np.searchsorted(ordered, bounds)
         parts = [
-            chunk.take(pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
+            pc.take(chunk, pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
             for i, chunk in enumerate(column.chunks)
             if cuts[i + 1] > cuts[i]
         ]
         taken = pa.chunked_array(parts, column.type) if parts else pa.chunked_array([], column.type)
-        columns[name] = taken.take(back)
+        columns[name] = pc.take(taken, back)
     return pa.table(columns)

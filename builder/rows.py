@@ -336,7 +336,7 @@ def _in_file_order(pieces: list[pa.Table]) -> pa.Table:
     order = np.argsort(file_ids, kind="stable")
     breaks = np.flatnonzero(np.diff(order) != 1) + 1
     if len(breaks) > 256:
-        return combined.take(pa.array(order))
+        return pc.take(combined, pa.array(order))
     starts = np.concatenate([[0], breaks])
     stops = np.concatenate([breaks, [len(order)]])
     return pa.concat_tables(

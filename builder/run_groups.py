@@ -175,7 +175,7 @@ def _per_run(column: pa.ChunkedArray, starts: np.ndarray, summarise: Callable[[l
     """``summarise(non-null values of the run)`` for each run (runs are consecutive, from ``starts``).
 
     Runs whose rows all hold one value (or none) are summarised once per distinct value."""
-    encoded = column.combine_chunks().dictionary_encode()
+    encoded = pc.dictionary_encode(column.combine_chunks())
     values = encoded.dictionary.to_pylist()
     none = len(values)
     codes = pc.fill_null(encoded.indices, none).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -228,7 +228,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     head: dict[str, list[Any]] = {}
     for name in key_names:
         if trials.column(name).null_count:
-            head[name] = trials.column(name).take(pa.array(starts)).to_pylist()
+            head[name] = pc.take(trials.column(name), pa.array(starts)).to_pylist()
         elif name == "date":
             head[name] = arrays[name][starts].astype(object).tolist()  # datetime64[D] → dt.date
         else:
@@ -240,7 +240,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
         at_start = arrays[name][starts]
         new_group[1:] |= at_start[1:] != at_start[:-1]
     value = trials.column("value").to_numpy().tolist()
-    taken = site.rows.column("output_tokens").take(trials.column("pos")).combine_chunks()
+    taken = pc.take(site.rows.column("output_tokens"), trials.column("pos")).combine_chunks()
     if taken.null_count == 0:
         output: list[int | None] = taken.to_numpy().tolist()
     elif taken.null_count == len(taken):
@@ -260,7 +260,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
         """Each run's engine, flags, env, drivers and harnesses, from per-run code ranges: a run whose
         rows agree (nearly all) needs no Python beyond a lookup."""
         trials_meta = table()
-        firsts = trials_meta.take(pa.array(starts))
+        firsts = pc.take(trials_meta, pa.array(starts))
         engine = _per_run(trials_meta.column("engine"), starts, lambda values: min(values, default=None))
         drivers = _per_run(trials_meta.column("driver"), starts, lambda values: tuple(sorted(set(values))))
         harnesses = _per_run(trials_meta.column("harness"), starts, lambda values: tuple(sorted(set(values))))

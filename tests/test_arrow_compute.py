@@ -112,3 +112,8 @@ def test_edit_and_row_file_builds_import_neither_pyarrow_compute_nor_dateutil(
     printed, imported = imported_by_build(root, unwanted)
     assert "built" in printed
     assert imported == []
+    # A run at half the speed: a new finding, whose runs' details are read (Table.take imported it).
+    generate.add_row_file(root, 1, "2027-04-02", factor=0.5)
+    printed, imported = imported_by_build(root, unwanted)
+    assert "built" in printed
+    assert imported == []
