@@ -141,3 +141,18 @@ def test_bodies_a_dying_child_claimed_are_rendered_here(monkeypatch: pytest.Monk
     md = Markdown()
     md.prerender(bodies, faq=True)
     assert md.cache == _serial(bodies).cache
+
+
+def test_cancel_stops_the_child_and_reaps_it() -> None:
+    import os
+
+    md = Markdown()
+    started = md.start_prerender([_body(i) for i in range(3 * FORK_BODIES)], faq=True)
+    child = started._child
+    assert child is not None
+    pid = child._pid
+    started.cancel()
+    if pid:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped: no child left behind
+    started.cancel()  # twice is harmless

@@ -709,3 +709,31 @@ def test_an_edit_build_takes_the_edited_body_from_the_search_child(
     assert here == []
     page = (out / "recipes" / recipe.stem / "index.html").read_text(encoding="utf-8")
     assert "Edited by the test." in page
+
+
+def test_a_first_build_failing_after_its_bodies_began_leaves_no_child(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bodies start rendering in a child before reconciliation: a failure there stops it."""
+    from builder import content, forked, pipeline
+
+    monkeypatch.setattr(incremental, "SUMMARY_CHILD_RECIPES", 1)
+    monkeypatch.setattr(content, "FORK_BODIES", 1)
+    children: list[Any] = []
+    real = forked.Forked
+
+    def spy(compute: Any) -> Any:
+        made = real(compute)
+        children.append(made)
+        return made
+
+    monkeypatch.setattr(forked, "Forked", spy)
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise BuilderError("synthetic failure in reconciliation", "data/rows")
+
+    monkeypatch.setattr(pipeline, "reconcile_rows", fails)
+    report = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1).build(None)
+    assert [p.message for p in report.problems] == ["synthetic failure in reconciliation"]
+    pids = [child._pid for child in children]
+    assert children and all(pid == 0 for pid in pids)  # each reaped (or never forked)
