@@ -106,6 +106,7 @@ class WriteAhead:
         out_prefix: str,
         begin: Callable[[], Staging],
     ) -> None:
+        import functools
         import threading
 
         # A copy: the build adds the child's files to ``fresh`` while this thread reads.
@@ -113,24 +114,15 @@ class WriteAhead:
         self._tree: Staging | None = None
         self.digests: dict[str, bytes] = {}
         """Digest of every file planned (hashed here, not again by the final plan)."""
+        planned = functools.partial(plan, made, {}, previous, damaged, out_prefix)
         self._thread = threading.Thread(
-            target=self._write,
-            args=(made, previous, damaged, out_prefix, begin),
-            name="write-ahead",
-            daemon=True,
+            target=self._write, args=(planned, begin), name="write-ahead", daemon=True
         )
         self._thread.start()
 
-    def _write(
-        self,
-        made: Fresh,
-        previous: Mapping[str, OutputRecord],
-        damaged: set[str],
-        out_prefix: str,
-        begin: Callable[[], Staging],
-    ) -> None:
+    def _write(self, planned: Callable[[], Plan], begin: Callable[[], Staging]) -> None:
         try:
-            ahead = plan(made, {}, previous, damaged, out_prefix)
+            ahead = planned()
             self.digests = {path: record.digest for path, record in ahead.records.items()}
             if ahead.write:
                 self._tree = begin()
