@@ -233,17 +233,19 @@ class RowsFile:
         self._thread.start()
 
     def _write(self) -> None:
+        import mmap
+
         import pyarrow as pa
 
         try:
             self._folder.mkdir(parents=True, exist_ok=True)
-            sink = pa.BufferOutputStream()
-            with pa.ipc.new_file(sink, self.typed.schema) as writer:
+            # Straight into the file, then checksummed from its pages in the page cache: built in a
+            # growing in-memory buffer first, the 36 MB were copied on each growth and faulted in
+            # as fresh huge pages (0.4 s of a row-file build on this thread, half of it system time).
+            with pa.OSFile(str(self._tmp), "wb") as sink, pa.ipc.new_file(sink, self.typed.schema) as writer:
                 writer.write_table(self.typed)
-            data = memoryview(sink.getvalue())  # not copied into a bytes object (~36 MB)
-            self._digest = checksum(data)
-            with open(self._tmp, "wb") as handle:
-                handle.write(data)
+            with open(self._tmp, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as pages:
+                self._digest = checksum(memoryview(pages))
         except BaseException as exc:  # noqa: BLE001 - raised by commit, in the main thread
             self._error = exc
 
