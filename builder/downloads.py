@@ -331,17 +331,32 @@ class SiteWideAhead:
 
     They read only the rows and their statuses, and Arrow's writers and DuckDB let go of the GIL:
     a build that renders in this process (few pages: a row file added) makes them beside its
-    render instead of after it. Not beside forked render workers (DuckDB's threads and locks must
-    not be inherited by a fork). :meth:`close` waits for the threads (a failed build's)."""
+    render instead of after it; the engine begins them as soon as the rows' statuses are known.
+    The export table they are made from is made on one of the threads too (its copies and takes
+    let go of the GIL). Not beside forked render workers (DuckDB's threads and locks must not be
+    inherited by a fork): :meth:`close` waits for the threads (before a fork, or a failed build's);
+    what they made stays available."""
 
     def __init__(self, site: Site, recon: Reconciliation) -> None:
-        self.export = export_table(site, recon, None)
-        table = self.export.table
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads")
-        self._database = self._pool.submit(
-            duckdb_file, {"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)}
-        )
-        self._text = self._pool.submit(lambda: (rows_csv(table), rows_parquet(table)))
+        self._export = self._pool.submit(export_table, site, recon, None)
+
+        def database() -> bytes:
+            # Waits for the export on the other thread.
+            table = self._export.result().table
+            return duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
+
+        def text() -> tuple[bytes, bytes]:
+            table = self._export.result().table
+            return rows_csv(table), rows_parquet(table)
+
+        self._database = self._pool.submit(database)
+        self._text = self._pool.submit(text)
+
+    @property
+    def export(self) -> Export:
+        """The export table the files are made from (waits for it)."""
+        return self._export.result()
 
     def files(self) -> dict[str, bytes]:
         """The CSV, Parquet and DuckDB files; raises what making them raised."""

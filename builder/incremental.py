@@ -67,18 +67,36 @@ from builder.stage_setup import StageSetup, begin_stages, fork_search, stage_set
 if TYPE_CHECKING:
     from builder.config import SiteConfig
     from builder.content import Markdown, Prerendering, RenderedBody
+    from builder.deps import Reuse
     from builder.downloads import SiteWideAhead
     from builder.early_stages import EarlyStages
     from builder.load import Site
     from builder.loadcache import LoadCache
     from builder.output import Linker, Staging
     from builder.pipeline import Loaded
+    from builder.reconcile import Reconciliation
     from builder.render import RenderContext
 
 
 SUMMARY_CHILD_RECIPES = 200
 """From this many recipes, a build without a search child works out the content summary in a
 forked child of its own (≈ 0.15 s of Python at 1,000 recipes, beside the render context's)."""
+
+FEW_CHANGES = 4
+"""A rebuild whose changed inputs are at most this many row files and content pages is expected to
+render few pages, in this process: it begins ``rows.arrow`` and the site-wide downloads on threads
+as soon as the rows' statuses are known (see ``_begin_downloads``)."""
+
+
+def few_changes(changed: set[str] | None, output_changed: bool, workers: int | None) -> bool:
+    """Whether a rebuild is expected to render few pages, in this process (see :data:`FEW_CHANGES`):
+    a guess (a wrong one costs time, not correctness: threads begun early are waited for before a
+    fork)."""
+    if changed is None or output_changed:
+        return False
+    if workers == 1:
+        return True  # renders in this process whatever it renders
+    return 0 < len(changed) <= FEW_CHANGES and all(k.startswith(("data/rows/", "content/")) for k in changed)
 
 
 class IncrementalBuilder:
@@ -366,6 +384,10 @@ class IncrementalBuilder:
             start_search(site)
             setups.append(stage_setup(begun, site, cache, inputs))
 
+        def statuses_known(site: Site, recon: Reconciliation) -> None:
+            if setups and few_changes(changed, bool(damaged or extra), self.workers):
+                self._begin_downloads(site, recon, cache, setups[0].memo)
+
         if reused:
             start_search(reused.site)
         # A first build starts no stage early: its setup waits for reconciliation (the load stage
@@ -375,6 +397,7 @@ class IncrementalBuilder:
             cache=cache,
             on_loaded=setup if state is not None else functools.partial(self._start_bodies, begun.markdown),
             on_content=start_search if state is not None else None,
+            on_statuses=statuses_known if state is not None else None,
         )
         lap("load")
         loaded.problems.raise_if_any()
@@ -406,6 +429,7 @@ class IncrementalBuilder:
             from builder.content_summary import prerender_bodies, summarize
             from builder.forked import Forked
 
+            self._settle_threads()  # a child must not inherit them
             started, self._prerendering = self._prerendering, None
             prerender_bodies(site, markdown, started)
             summary_child = Forked(functools.partial(summarize, site, markdown))
@@ -446,17 +470,15 @@ class IncrementalBuilder:
             linker = self._linker = Linker(out, config.root, kept, inodes, self._record.spare)
         forks = workers > 1 and len(pending) > 1
         if forks:
+            self._settle_threads()  # begun early, expecting few pages: not inherited by the workers
             import_renderers(jobs[i][0] for i in pending)
         if linker is not None and not forks:
             linker.start()
         # rows.arrow is written beside the render when no fork follows (no render workers, and not
         # a first build, which forks its search child just after the render).
         rows_now = not forks and state is not None
-        if rows_now:
-            self._record.begin_rows(cache)
-            from builder.downloads import begin_site_wide
-
-            self._ahead = begin_site_wide(site, ctx.recon, memo)
+        if rows_now and self._ahead is None:
+            self._begin_downloads(site, ctx.recon, cache, memo)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
         if state is None:
             # A first build starts them once the render workers are done, beside the data stage
@@ -562,6 +584,23 @@ class IncrementalBuilder:
             cache_note=self._record.note,
             seconds=seconds,
         )
+
+    def _begin_downloads(self, site: Site, recon: Reconciliation, cache: LoadCache, memo: Reuse) -> None:
+        """``rows.arrow`` and the site-wide downloads (unless the last build's are kept), begun on
+        threads: Arrow's writers and DuckDB let go of the GIL, and the other core is mostly idle
+        until the render."""
+        from builder.downloads import begin_site_wide
+
+        self._record.begin_rows(cache)
+        if self._ahead is None:
+            self._ahead = begin_site_wide(site, recon, memo)
+
+    def _settle_threads(self) -> None:
+        """Wait for the threads :meth:`_begin_downloads` began (before a fork: a child must not
+        inherit a thread inside Arrow's allocator or DuckDB); what they made stays available."""
+        self._record.wait_rows()
+        if self._ahead is not None:
+            self._ahead.close()
 
     def _start_bodies(self, markdown: Markdown, site: Site) -> None:
         """A first build's recipe bodies begin rendering in a forked child while it reconciles (the

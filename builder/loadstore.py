@@ -244,10 +244,17 @@ class RowsFile:
             # as fresh huge pages (0.4 s of a row-file build on this thread, half of it system time).
             with pa.OSFile(str(self._tmp), "wb") as sink, pa.ipc.new_file(sink, self.typed.schema) as writer:
                 writer.write_table(self.typed)
-            with open(self._tmp, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as pages:
+            with (
+                open(self._tmp, "rb") as handle,
+                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as pages,
+            ):
                 self._digest = checksum(memoryview(pages))
         except BaseException as exc:  # noqa: BLE001 - raised by commit, in the main thread
             self._error = exc
+
+    def wait(self) -> None:
+        """Until the file is written (or failed to be)."""
+        self._thread.join()
 
     def commit(self) -> bytes:
         """Put the file in place; its checksum. Raises what writing it raised (an ``OSError``)."""

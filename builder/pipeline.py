@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -78,13 +79,16 @@ def load_and_reconcile(
     cache: LoadCache | None = None,
     on_loaded: Callable[[Site], None] | None = None,
     on_content: Callable[[Site], None] | None = None,
+    on_statuses: Callable[[Site, Reconciliation], None] | None = None,
 ) -> Loaded:
     """Load and validate everything; reconcile only when the input is valid.
 
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.loadcache`).
     ``on_loaded`` is called with the site once it loaded without problems, before reconciliation
     (the engine starts the stages that need no reconciliation then); ``on_content`` with its
-    content pages alone as soon as they are loaded (:func:`builder.load.load_site`).
+    content pages alone as soon as they are loaded (:func:`builder.load.load_site`);
+    ``on_statuses`` with the site and its reconciliation once the rows' statuses are known, before
+    the findings (see :func:`builder.reconcile.reconcile_rows`).
     """
     timings = timings or Timings()
     site, problems, annotations = load_with_annotations(config, timings, cache=cache, on_content=on_content)
@@ -108,7 +112,10 @@ def load_and_reconcile(
         if status_key is None:
             status_key = statuses_key(entries, keys)
         memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
-    recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
+    statuses = functools.partial(on_statuses, site) if on_statuses is not None else None
+    recon = timings.measure(
+        "reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo, on_statuses=statuses)
+    )
     if cache is not None and memo is not None:
         cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)

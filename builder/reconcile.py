@@ -235,12 +235,14 @@ def reconcile_rows(
     problems: Problems | None = None,
     *,
     memo: FindingsMemo | None = None,
+    on_statuses: Callable[[Reconciliation], None] | None = None,
 ) -> Reconciliation:
     """Status of every row (one Python comparison per distinct metadata combination), the findings
     of non-reproduction and their annotations. An annotation that selects no finding is an error,
     added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given).
     ``memo``: the findings of an earlier build, reused for the recipes whose inputs are unchanged
-    (:mod:`builder.findings_memo`)."""
+    (:mod:`builder.findings_memo`). ``on_statuses``: called with the reconciliation once the rows'
+    statuses are in it, before the findings (what reads only statuses can begin then)."""
     kept = memo.statuses() if memo is not None else None
     if kept is not None:  # no row and no reconciled field changed: the statuses are the last build's
         combos = None
@@ -251,6 +253,8 @@ def reconcile_rows(
         if memo is not None:
             memo.keep_statuses(kinds_list, kind_of_row)
     result = Reconciliation(kinds_list, kind_of_row)
+    if on_statuses is not None:
+        on_statuses(result)
     if memo is None:
         result.findings = find_non_reproduction(site, combos)
     else:

@@ -133,8 +133,16 @@ class Record:
         nothing; in a build that forks, after its forks: a child must not inherit a thread inside
         Arrow's allocator)."""
         typed = cache.rows.typed
+        if self._rows_file is not None and self._rows_file.typed is typed:
+            return  # begun already
         if self.persist and typed is not None and typed is not self._saved_typed:
+            self.abandon_rows()
             self._rows_file = loadstore.RowsFile(self.folder, typed)
+
+    def wait_rows(self) -> None:
+        """Wait until the ``rows.arrow`` begun is written (before a fork)."""
+        if self._rows_file is not None:
+            self._rows_file.wait()
 
     def abandon_rows(self) -> None:
         """The rows begun by a build that did not finish are not kept."""
