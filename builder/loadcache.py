@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from builder.arrays import from_numpy
 from builder.errors import Problem, Problems
 
 if TYPE_CHECKING:
@@ -298,9 +299,9 @@ def load_rows(
     n = combined.num_rows
     file_id = np.repeat(np.arange(len(files), dtype=np.int32), counts)
     combined = combined.set_column(
-        combined.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(n, dtype=np.int32))
+        combined.schema.get_field_index("row_id"), "row_id", from_numpy(np.arange(n, dtype=np.int32))
     )
-    combined = combined.set_column(combined.schema.get_field_index("file_id"), "file_id", pa.array(file_id))
+    combined = combined.set_column(combined.schema.get_field_index("file_id"), "file_id", from_numpy(file_id))
     cache.entries = {f.rel: entries[f.rel] for f in files}
     cache.typed = combined
     return final_parsed, combined

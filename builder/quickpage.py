@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from builder import arrow_compute as pc
 from builder.annotations import load_annotations
+from builder.arrays import from_numpy
 from builder.errors import Problems
 from builder.ingest import validate_rows
 from builder.load import Recipe, Site, _load_page, _make_recipe
@@ -111,7 +112,7 @@ def _row_file(
     typed = typed.set_column(
         typed.schema.get_field_index("file_id"),
         "file_id",
-        pa.array(np.full(typed.num_rows, file_id, np.int32)),
+        from_numpy(np.full(typed.num_rows, file_id, np.int32)),
     )
     mini = dataclasses.replace(site, row_files=row_files)
     return _render(ctx, mini, slug, old_rows, typed.cast(old_rows.schema), con)
@@ -140,7 +141,9 @@ def _render(
     order = sorted(range(table.num_rows), key=lambda i: (parts[files[i]], lines[i]))
     table = pc.take(table, pa.array(order, pa.int64()))
     table = table.set_column(
-        table.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32))
+        table.schema.get_field_index("row_id"),
+        "row_id",
+        from_numpy(np.arange(table.num_rows, dtype=np.int32)),
     )
     con.register("rows", table)
     try:

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from builder import arrow_compute as pc
+from builder.arrays import from_numpy
 from builder.models import ROW_FIELDS
 
 BOM = b"\xef\xbb\xbf"
@@ -172,10 +173,10 @@ def empty_string_table() -> pa.Table:
 def file_row_ids(indices: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, pa.Array]:
     """``_file`` and ``_row`` columns for files ``indices`` contributing ``counts`` rows each, in order."""
     counts = counts.astype(np.int64)
-    file_ids = pa.array(np.repeat(indices.astype(np.int32), counts))
+    file_ids = from_numpy(np.repeat(indices.astype(np.int32), counts))
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     rows = (np.arange(int(counts.sum()), dtype=np.int64) - starts).astype(np.int32)
-    return file_ids, pa.array(rows)
+    return file_ids, from_numpy(rows)
 
 
 def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Table:
@@ -185,17 +186,17 @@ def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Tabl
     wanted = np.asarray(positions.to_numpy(zero_copy_only=False), dtype=np.int64)
     order = np.argsort(wanted, kind="stable")
     ordered = wanted[order]
-    back = pa.array(np.argsort(order, kind="stable"))
+    back = from_numpy(np.argsort(order, kind="stable"))
     columns = {}
     for name in table.column_names:
         column = table.column(name)
         if column.num_chunks <= 1:
-            columns[name] = pc.take(column, pa.array(wanted))
+            columns[name] = pc.take(column, from_numpy(wanted))
             continue
         bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
         cuts = np.searchsorted(ordered, bounds)
         parts = [
-            pc.take(chunk, pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
+            pc.take(chunk, from_numpy(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
             for i, chunk in enumerate(column.chunks)
             if cuts[i + 1] > cuts[i]
         ]
