@@ -157,8 +157,11 @@ class Record:
         if not self.persist:
             return
         cache.settle()
-        self._page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
-        self._body_blobs = loadstore.blobs(markdown, self._body_blobs)
+        # Added to, not replaced: the bodies the search child sends back after this are used too,
+        # and those kept from the last save must not be pickled again then (≈ 0.03 s at 1,000).
+        # New dicts: the ones read may be the base's, which says what is on disk.
+        self._page_blobs = {**self._page_blobs, **loadstore.blobs(cache.pages, self._page_blobs)}
+        self._body_blobs = {**self._body_blobs, **loadstore.blobs(markdown, self._body_blobs)}
 
     def save(self, state: State, cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> None:
         """Write the record; the load cache only when it changed (it is most of the bytes)."""

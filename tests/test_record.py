@@ -104,3 +104,35 @@ def test_rows_begun_beside_the_render_are_the_rows_the_save_commits(
     assert sorted(p.name for p in (tmp_path / "record").iterdir()) == sorted(
         ["state.pickle", loadstore.BASE, loadstore.BLOBS, ROWS_TABLE]
     )
+
+
+def test_a_save_after_prepare_pickles_only_bodies_it_has_not_seen(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prepare`` sees a build's bodies before the search child's come back; the save after it must
+    still reuse the blobs it read for those (not pickle every body again), and store a new one."""
+    root = make_site({f"content/recipes/tiny-{n}.md": f"{TINY}\nRecipe {n}.\n" for n in range(2, 5)})
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(root, out), workers=1).build(None).ok
+    folder = state_dir(root, out)
+    record = Record(folder)
+    restored = record.read()
+    assert restored is not None and len(restored.markdown) >= 2
+    keys = sorted(restored.markdown)
+    record.prepare(restored.cache, {keys[0]: restored.markdown[keys[0]]})
+    pickled: list[object] = []
+    real_dumps = loadstore.pickle.dumps
+
+    def dumps(value: object, protocol: int | None = None) -> bytes:
+        pickled.append(value)
+        return real_dumps(value, protocol)
+
+    monkeypatch.setattr(loadstore.pickle, "dumps", dumps)
+    new_body = restored.markdown[keys[0]]
+    markdown = {**restored.markdown, "a-new-key": new_body}
+    restored.cache.pages = dict(restored.cache.pages)
+    record.save(restored.state, restored.cache, markdown, restored.code)
+    assert [value for value in pickled if type(value) is type(new_body)] == [new_body]  # bodies pickled
+    again = Record(folder).read()
+    assert again is not None
+    assert sorted(again.markdown) == sorted(markdown)
