@@ -114,6 +114,23 @@ def test_every_page_kind_fits_a_phone(opened: Any, base_url: str, screenshots: P
     assert visit.errors == []
 
 
+def test_flags_and_values_are_not_broken_on_a_desktop(opened: Any, base_url: str) -> None:
+    # A flag is copied whole: broken at its hyphens ("--kv-cache-" / "dtype") it reads as two.
+    page, _ = opened()
+    page.goto(base_url + "recipes/qwen3.6-35b-a3b-nvidia-nvfp4-mtp3/")
+    lines = page.evaluate(
+        """() => [...document.querySelectorAll('table.params tbody tr')].map(row => {
+            const [flag, value] = row.querySelectorAll('code');
+            return [flag.textContent, flag.getClientRects().length,
+                    value.textContent, value.getClientRects().length];
+        })"""
+    )
+    assert len(lines) >= 10
+    assert [(flag, n) for flag, n, _, _ in lines if n != 1] == []
+    # short values (a number, a word) stay on one line too; only long JSON may wrap
+    assert [(value, n) for _, _, value, n in lines if len(value) <= 20 and n != 1] == []
+
+
 def test_charts_draw_after_scrolling(opened: Any, base_url: str) -> None:
     page, visit = opened()
     page.goto(base_url + RECIPE)
