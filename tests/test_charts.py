@@ -524,6 +524,22 @@ def test_shipped_case_study_arms_side_by_side(shipped: Path) -> None:
     assert other.select("figure.chart") == [] and other.select("script[data-runtime]") == []
 
 
+def test_a_data_table_is_named_as_its_chart_is(shipped: Path) -> None:
+    # The title as written: lower-cased, "ITL side by side" read "itl side by side".
+    soup = _soup(shipped / "case-studies/which-nvfp4-build-to-download/index.html")
+    names = [
+        (
+            figure.select_one("figcaption h3").get_text(),
+            figure.select_one("details.chart-data summary").get_text(),
+            figure.select_one("div.table-scroll")["aria-label"],
+        )
+        for figure in soup.select("figure.chart")
+        if figure.select_one("details.chart-data")
+    ]
+    assert ("ITL side by side", "Data table: ITL side by side", "Data of the chart ITL side by side") in names
+    assert all(summary == f"Data table: {title}" for title, summary, _ in names)
+
+
 def test_history_points_are_runs_and_findings_are_ringed() -> None:
     import datetime as dt
 
