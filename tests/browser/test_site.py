@@ -16,6 +16,7 @@ PAGE_KINDS = {
     "home": "",
     "recipes": "recipes/",
     "recipe": RECIPE,
+    "recipe-with-many-flags": "recipes/qwen3.6-35b-a3b-nvidia-nvfp4-mtp3/",
     "case-study": "case-studies/which-nvfp4-build-to-download/",
     "case-studies": "case-studies/",
     "news": "news/",
