@@ -8,8 +8,8 @@ and/or ``NAME:VAR=VALUE,...`` (environment for its builds); plain ``NAME`` is th
 Each variant builds its own copy of the SYNTHETIC site (``bench/out/ab-<name>/``): the builder's code
 digest keys its caches, so two checkouts must not share one. Every round makes the same change in
 every copy (a new row file, or an edit of the same recipe) and builds each copy in a new process, the
-order alternating between rounds; the machine's speed drifts by up to 2x within an hour here, so only
-a paired difference (same round, seconds apart) says anything. Printed: per variant the median wall
+order alternating between rounds; this VM's speed drifts by up to 1.7x within an hour, so only a
+paired difference (same round, seconds apart) says anything. Printed: per variant the median wall
 time, minor page faults and kernel CPU of the build processes; per variant after the first the median
 of its paired differences against the first.
 """
@@ -17,13 +17,9 @@ of its paired differences against the first.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +28,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import generate  # noqa: E402
-from benchmark import ensure_site  # noqa: E402
+from benchmark import ensure_site, run_builder  # noqa: E402
 
 
 @dataclass
@@ -55,20 +51,9 @@ def parse_variant(text: str) -> Variant:
 
 
 def build(variant: Variant) -> tuple[float, int, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "builder", "build", "--root", str(variant.site)],
-        cwd=variant.code,
-        env={**os.environ, **variant.env},
-        capture_output=True,
-        text=True,
-    )
-    seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{variant.name}: build failed\n{done.stdout}{done.stderr}")
-    return seconds, after.ru_minflt - before.ru_minflt, after.ru_stime - before.ru_stime
+    """(seconds, minor page faults, kernel CPU seconds) of one build of the variant's site."""
+    seconds, usage = run_builder(["build", "--root", str(variant.site)], cwd=variant.code, env=variant.env)
+    return seconds, usage.ru_minflt, usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,10 +68,15 @@ def main(argv: list[str] | None = None) -> int:
     if len({v.name for v in variants}) != len(variants):
         parser.error("variant names must differ")
     source = ensure_site(HERE / "out" / f"site-{args.recipes}x{args.rows}", args.recipes, args.rows)
+
+    def outputs(folder: str, names: list[str]) -> set[str]:
+        # the source's own output and record, at its top only: a copy starts with neither
+        return {"site", ".cache"} & set(names) if Path(folder) == source else set()
+
     for variant in variants:
         variant.site = HERE / "out" / f"ab-{variant.name}"
         shutil.rmtree(variant.site, ignore_errors=True)
-        shutil.copytree(source, variant.site, ignore=shutil.ignore_patterns("site", ".cache"))
+        shutil.copytree(source, variant.site, ignore=outputs)
         build(variant)  # cold: every variant starts from its own complete record
     recipes = sorted((source / "content" / "recipes").glob("*.md"))
     edited = recipes[len(recipes) // 2].name

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,11 +68,18 @@ def reference_seconds(runs: int = 3) -> float:
     return statistics.median(times)
 
 
-def run_with_rss(args: list[str]) -> tuple[float, int]:
-    """(seconds, peak RSS KiB) using os.wait4 on the child."""
+def run_builder(
+    args: list[str], *, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> tuple[float, resource.struct_rusage]:
+    """(seconds, the child's resource usage) of one ``python -m builder`` process run from ``cwd``
+    (a checkout of the builder), using os.wait4 on the child; ``env`` is added to this environment."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "builder", *args], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-m", "builder", *args],
+        cwd=cwd,
+        env={**os.environ, **env} if env else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     assert proc.stderr is not None
     err = proc.stderr.read()
@@ -80,6 +88,12 @@ def run_with_rss(args: list[str]) -> tuple[float, int]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"builder {' '.join(args)} failed ({proc.returncode}):\n{err.decode()}")
+    return elapsed, usage
+
+
+def run_with_rss(args: list[str]) -> tuple[float, int]:
+    """(seconds, peak RSS KiB) of one builder process."""
+    elapsed, usage = run_builder(args)
     return elapsed, usage.ru_maxrss
 
 
