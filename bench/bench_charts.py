@@ -27,14 +27,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from builder.chart_data import recipe_charts  # noqa: E402
-from builder.charts import BUILDS, KINDS, PER_QUANTITY, Chart, _define, page_data, spec_template  # noqa: E402
-from builder.comparisons import Build, Line  # noqa: E402
+from builder.analysis.reconcile import DIFFERS, MATCHES, Difference, Reconciliation, RowStatus  # noqa: E402
 from builder.config import default_templates_dir  # noqa: E402
-from builder.figures import Cell, Setting  # noqa: E402
-from builder.reconcile import DIFFERS, MATCHES, Difference, Reconciliation, RowStatus  # noqa: E402
-from builder.render import make_environment  # noqa: E402
-from builder.side_by_side_charts import side_by_side_charts  # noqa: E402
+from builder.site.chart_data import recipe_charts  # noqa: E402
+from builder.site.charts import BUILDS, KINDS, PER_QUANTITY, Chart, _define, page_data, spec_template  # noqa: E402
+from builder.site.comparisons import Build, Line  # noqa: E402
+from builder.site.figures import Cell, Setting  # noqa: E402
+from builder.site.render import make_environment  # noqa: E402
+from builder.site.side_by_side_charts import side_by_side_charts  # noqa: E402
 
 PROMPTS = (512, 2048, 8192)
 CONCURRENCY = (1, 8, 32)

@@ -27,8 +27,8 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from builder.config import load_config  # noqa: E402
-from builder.pipeline import load_and_reconcile  # noqa: E402
-from builder.render import make_context, render_comparison  # noqa: E402
+from builder.engine.pipeline import load_and_reconcile  # noqa: E402
+from builder.site.render import make_context, render_comparison  # noqa: E402
 
 BUDGET = 50_000
 TARGET_MS = 10.0

@@ -207,8 +207,8 @@ def bench_overhead(runs: int) -> list[float]:
     rebuild that only copies the saved text into the page (no site build), all in this process."""
     import tempfile
 
-    from builder.devserver import LiveReloadServer, RebuildResult
-    from builder.watch import PendingChanges, Watcher, WatchFilter
+    from builder.serve.devserver import LiveReloadServer, RebuildResult
+    from builder.serve.watch import PendingChanges, Watcher, WatchFilter
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

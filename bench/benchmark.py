@@ -180,15 +180,15 @@ def bench_cli(root: Path, runs: int, cold_runs: int) -> dict[str, tuple[float, i
 
 
 def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float]]]:
-    """The dev server's builder in-process (``builder.preview.PreviewBuilder``, what ``serve`` calls;
+    """The dev server's builder in-process (``builder.serve.preview.PreviewBuilder``, what ``serve`` calls;
     ``serve`` runs it in a child process of its own with one render worker per core, as here).
 
-    A save is answered in two steps: the saved recipe's page first (``builder.quickpage``), then the
+    A save is answered in two steps: the saved recipe's page first (``builder.engine.quickpage``), then the
     full rebuild (``followup``). "edit one recipe" is the first step: when the page the author looks
     at is written and its reload signalled; "… every page" adds the full rebuild.
     """
     from builder.config import load_config
-    from builder.preview import PreviewBuilder
+    from builder.serve.preview import PreviewBuilder
 
     out: dict[str, tuple[float, int, list[float]]] = {}
     config = load_config(root)

@@ -20,7 +20,7 @@ class SiteSettings(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, strict=True, defer_build=True
-    )  # field docstrings become descriptions where read: builder.docstrings.described()
+    )  # field docstrings become descriptions where read: builder.content.docstrings.described()
 
     title: str = "LLM Serving Recipes"
     """Site name shown in the header, titles and feeds."""

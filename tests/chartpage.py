@@ -57,7 +57,7 @@ class StubRun:
 
 @dataclass
 class StubFinding:
-    """Stands in for a :class:`builder.findings.Finding`: the history's rings read only these."""
+    """Stands in for a :class:`builder.analysis.findings.Finding`: the history's rings read only these."""
 
     metric: str
     setting: dict[str, Any]

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from builder.analysis.findings import Finding
 from builder.config import load_config
-from builder.findings import Finding
-from builder.pipeline import Loaded, load_and_reconcile
+from builder.engine.pipeline import Loaded, load_and_reconcile
 
 RECIPE_FLAGS = "--max-model-len 4096 --kv-cache-dtype fp8"
 RECIPE_ENV = "EXAMPLE_ENV=1"

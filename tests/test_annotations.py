@@ -1,4 +1,4 @@
-"""``data/annotations.yaml``: curators' reasons attached to findings (builder.annotations)."""
+"""``data/annotations.yaml``: curators' reasons attached to findings (builder.analysis.annotations)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_config
+from builder.engine.pipeline import build
 from builder.errors import BuildAborted
-from builder.pipeline import build
 from tests.conftest import MakeSite
 from tests.rowsite import history, load, run, site_files
 

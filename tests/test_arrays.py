@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 
-from builder.arrays import from_numpy
+from builder.data.arrays import from_numpy
 
 
 def test_from_numpy_gives_the_values_and_type_of_pa_array() -> None:
@@ -27,7 +27,7 @@ def test_from_numpy_gives_the_values_and_type_of_pa_array() -> None:
 def test_from_numpy_does_not_import_numpy_ma() -> None:
     code = (
         "import sys, numpy as np\n"
-        "from builder.arrays import from_numpy\n"
+        "from builder.data.arrays import from_numpy\n"
         "from_numpy(np.arange(3)).take(from_numpy(np.array([2, 0])))\n"
         "assert 'numpy.ma' not in sys.modules\n"
     )

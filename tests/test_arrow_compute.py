@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as reference
 import pytest
 
-from builder import arrow_compute
+from builder.data import arrow_compute
 from tests.conftest import edit_first_recipe, imported_by_build, synthetic_site
 
 STRINGS = pa.chunked_array([["a", "", None, "1.5"], ["b.c", "a", "12", None]])

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.arrowjson import json_array_pieces, json_arrays, json_objects, json_values
+from builder.site.arrowjson import json_array_pieces, json_arrays, json_objects, json_values
 
 
 def _dumps(value: Any) -> str:
@@ -93,7 +93,7 @@ def test_objects_and_arrays_equal_json_dumps_of_the_rows(
 @pytest.mark.parametrize("per_slice", [1, 2, 3, 1000])
 def test_arrays_span_slices(monkeypatch: pytest.MonkeyPatch, groups: list[str], per_slice: int) -> None:
     """Rows are written in slices (bounded string buffers); a group's array may span several."""
-    monkeypatch.setattr("builder.arrowjson.ROWS_PER_SLICE", per_slice)
+    monkeypatch.setattr("builder.site.arrowjson.ROWS_PER_SLICE", per_slice)
     table = pa.table({"g": groups, "n": list(range(len(groups)))})
     want: dict[str, list[Any]] = {}
     for g, n in zip(groups, range(len(groups)), strict=True):
@@ -106,7 +106,7 @@ def test_a_group_is_given_out_as_soon_as_its_last_row_is_written(
     monkeypatch: pytest.MonkeyPatch, per_slice: int
 ) -> None:
     """So a caller joins each group while later slices are still to be written, and drops the text."""
-    monkeypatch.setattr("builder.arrowjson.ROWS_PER_SLICE", per_slice)
+    monkeypatch.setattr("builder.site.arrowjson.ROWS_PER_SLICE", per_slice)
     written: list[int] = []
     real = json_objects
 
@@ -114,7 +114,7 @@ def test_a_group_is_given_out_as_soon_as_its_last_row_is_written(
         written.append(table.num_rows)
         return real(table, raw, end=end)
 
-    monkeypatch.setattr("builder.arrowjson.json_objects", counting)
+    monkeypatch.setattr("builder.site.arrowjson.json_objects", counting)
     groups = list("aaabbbbcdd")
     table = pa.table({"g": groups, "n": list(range(len(groups)))})
     seen = []

@@ -14,9 +14,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.candidates import SLACK, TRIAL_COLUMNS, _integer_ranks, _ranks, candidate_trials
-from builder.models import METRICS
-from builder.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+from builder.analysis.candidates import SLACK, TRIAL_COLUMNS, _integer_ranks, _ranks, candidate_trials
+from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+from builder.content.models import METRICS
 
 SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
 

@@ -12,10 +12,10 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 
-from builder.chart_data import RESULTS_ANCHOR, annotate, concurrency_chart, prompt_chart, recipe_charts
+from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, RowStatus
 from builder.config import load_config
-from builder.pipeline import build, load_and_reconcile
-from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, RowStatus
+from builder.engine.pipeline import build, load_and_reconcile
+from builder.site.chart_data import RESULTS_ANCHOR, annotate, concurrency_chart, prompt_chart, recipe_charts
 from tests.chartpage import StubFinding, StubRun, chart_values
 from tests.conftest import MakeSite
 from tests.rowsite import history, run, site_files

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup, Tag
 
-from builder import chart_runtime
-from builder.chart_runtime import cache_path, runtime_bundle
-from builder.charts import (
+from builder.config import load_config
+from builder.engine.pipeline import build
+from builder.site import chart_runtime
+from builder.site.chart_runtime import cache_path, runtime_bundle
+from builder.site.charts import (
     ARMS,
     BUILDS,
     CONCURRENCY,
@@ -29,8 +31,6 @@ from builder.charts import (
     page_data,
     spec_template,
 )
-from builder.config import load_config
-from builder.pipeline import build
 from tests.chartpage import StubFinding, StubRun, chart_block, chart_specs
 from tests.conftest import REPO, MakeSite
 
@@ -103,7 +103,7 @@ def _quantity(kind: str) -> str:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_template_fill_is_the_altair_spec_with_the_data(kind: str) -> None:
-    from builder.charts import _define
+    from builder.site.charts import _define
 
     values = SAMPLE_VALUES[kind]
     filled = json.loads(spec_template(kind, _quantity(kind)).fill(values))
@@ -145,7 +145,7 @@ def test_escape_json_keeps_the_value_and_hides_markup() -> None:
 
 
 def test_page_data_is_inert_json_with_each_value_intact() -> None:
-    from builder.charts import Column, make_chart
+    from builder.site.charts import Column, make_chart
 
     charts = [
         make_chart(
@@ -174,7 +174,7 @@ def test_page_data_is_inert_json_with_each_value_intact() -> None:
 def test_page_data_takes_numpy_scalars_as_numbers() -> None:
     import numpy as np
 
-    from builder.charts import make_chart
+    from builder.site.charts import make_chart
 
     chart = make_chart(
         PROMPT, "chart-prompt", "t", "c", (), [{"concurrency": np.int64(8), "decode": np.float64(1.5)}]
@@ -543,8 +543,8 @@ def test_a_data_table_is_named_as_its_chart_is(shipped: Path) -> None:
 def test_history_points_are_runs_and_findings_are_ringed() -> None:
     import datetime as dt
 
-    from builder.chart_data import annotate, history_chart
-    from builder.reconcile import DIFFERS, MATCHES, Difference, Reconciliation, RowStatus
+    from builder.analysis.reconcile import DIFFERS, MATCHES, Difference, Reconciliation, RowStatus
+    from builder.site.chart_data import annotate, history_chart
 
     recon = Reconciliation()
     on = RowStatus(MATCHES)

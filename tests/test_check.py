@@ -1,4 +1,4 @@
-"""``check_site`` (builder.check): the brief findings the text and GitHub formats print are the
+"""``check_site`` (builder.engine.check): the brief findings the text and GitHub formats print are the
 full ``as_json`` findings cut down, so those formats print the same either way; a content load
 started ahead (as ``check`` does on big sites) changes nothing printed."""
 
@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import builder.load
-from builder.check import check_site
+import builder.data.load
 from builder.cli import main
 from builder.commands.report import format_findings, format_github
 from builder.config import SiteConfig, load_config
-from builder.forked import Forked
+from builder.engine.check import check_site
+from builder.engine.forked import Forked
 from tests.conftest import MakeSite
 from tests.rowsite import history, run, site_files
 
@@ -58,21 +58,21 @@ def test_check_with_the_content_load_started_ahead_prints_the_same(
     assert main(argv) == 0
     plain = capsys.readouterr().out
     started: list[Forked[Any] | None] = []
-    real = builder.load.start_content_load
+    real = builder.data.load.start_content_load
 
     def start(config: SiteConfig) -> Forked[Any] | None:
         started.append(real(config))
         return started[-1]
 
-    monkeypatch.setattr(builder.load, "FORK_PAGES", 0)  # the minimal site counts as big
-    monkeypatch.setattr(builder.load, "start_content_load", start)
+    monkeypatch.setattr(builder.data.load, "FORK_PAGES", 0)  # the minimal site counts as big
+    monkeypatch.setattr(builder.data.load, "start_content_load", start)
     assert main(argv) == 0
     assert started and started[0] is not None
     assert capsys.readouterr().out == plain
 
 
 def test_the_summary_counts_in_words_singular_for_one() -> None:
-    from builder.check import CheckReport
+    from builder.engine.check import CheckReport
 
     report = CheckReport(
         stats={"rows": 100000, "recipes": 1, "case_studies": 2, "posts": 0}, errors=[], warnings=[]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder.comparisons import SHARED_SHOWN, comparison, short_labels
 from builder.config import load_config
-from builder.model_slugs import comparison_slugs
-from builder.pipeline import build, load_and_reconcile
-from builder.views import rows_by_recipe
+from builder.data.model_slugs import comparison_slugs
+from builder.engine.pipeline import build, load_and_reconcile
+from builder.site.comparisons import SHARED_SHOWN, comparison, short_labels
+from builder.site.views import rows_by_recipe
 from tests.chartpage import chart_values
 from tests.conftest import REPO, MakeSite
 

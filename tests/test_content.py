@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from builder import forked
-from builder.content import FORK_BODIES, Markdown
+from builder.content.markdown import FORK_BODIES, Markdown
+from builder.engine import forked
 
 
 def _body(i: int) -> str:
@@ -66,7 +66,7 @@ def test_prerender_skips_cached_bodies_and_keeps_modes_apart(forks: list[int]) -
 def test_a_pickled_document_reads_its_front_matter_when_first_asked() -> None:
     import pickle
 
-    from builder.content import split_document
+    from builder.content.markdown import split_document
 
     doc = split_document("content/recipes/x.md", "---\ntitle: A\nmodel: b/c\n---\nThe body.\n")
     restored = pickle.loads(pickle.dumps(doc))
@@ -82,7 +82,7 @@ def test_a_pickled_document_reads_its_front_matter_when_first_asked() -> None:
 def test_a_document_renders_under_the_key_its_body_has() -> None:
     import pickle
 
-    from builder.content import markdown_key, split_document
+    from builder.content.markdown import markdown_key, split_document
 
     doc = pickle.loads(pickle.dumps(split_document("content/x.md", "---\ntitle: A\n---\n# Hi\n\ntext\n")))
     assert doc.body_keys == (markdown_key(doc.body, False), markdown_key(doc.body, True))

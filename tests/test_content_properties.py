@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.config import load_config
+from builder.data.load import load_site
 from builder.errors import Problems
-from builder.load import load_site
 from tests.conftest import SITES
 
 REL = "content/recipes/prop.md"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import builder.csvbatch
+import builder.data.csvbatch
 from builder.config import load_config
+from builder.data.load import load_site
 from builder.errors import Problems
-from builder.load import load_site
 from tests.conftest import MakeSite
 
 HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,notes"
@@ -60,7 +60,7 @@ def loaded(root: Path) -> tuple[list[tuple[str, int, dict[str, str]]], Problems,
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     # A few files per batch, so a load crosses many batch boundaries.
-    monkeypatch.setattr(builder.csvbatch, "BATCH_BYTES", 600)
+    monkeypatch.setattr(builder.data.csvbatch, "BATCH_BYTES", 600)
 
 
 def test_rows_lines_and_problems_match_parsing_each_file_alone(

@@ -1,4 +1,4 @@
-"""builder.devserver, builder.urlmap, builder.preview: the preview server without flakiness.
+"""builder.serve.devserver, builder.serve.urlmap, builder.serve.preview: the preview server without flakiness.
 
 The rebuild loop is driven directly (events injected, threading.Event to wait on); requests go
 through http.client to a server bound to port 0 in this process. The one test that starts
@@ -24,11 +24,11 @@ import pytest
 from bs4 import BeautifulSoup
 from watchdog.events import FileModifiedEvent
 
-from builder.devserver import BuildState, LiveReloadServer, RebuildResult
 from builder.errors import Problem
-from builder.preview import PreviewBuilder, serve_out_dir
-from builder.urlmap import HostCheck, inject, resolve, url_parts
-from builder.watch import ChangeHandler, PendingChanges, WatchFilter
+from builder.serve.devserver import BuildState, LiveReloadServer, RebuildResult
+from builder.serve.preview import PreviewBuilder, serve_out_dir
+from builder.serve.urlmap import HostCheck, inject, resolve, url_parts
+from builder.serve.watch import ChangeHandler, PendingChanges, WatchFilter
 from tests.conftest import REPO, MakeSite
 
 # --- Host header ---------------------------------------------------------------------------------
@@ -465,7 +465,7 @@ def test_preview_builds_into_its_own_folder_and_reports_changed_pages(themed_sit
         recipe.read_text(encoding="utf-8").replace("Tiny model on a test GPU", "Renamed tiny"),
         encoding="utf-8",
     )
-    # The recipe's own page first (builder.quickpage), then the full rebuild for the rest.
+    # The recipe's own page first (builder.engine.quickpage), then the full rebuild for the rest.
     second = builder(frozenset({recipe}))
     assert second.ok and second.changed == {"recipes/tiny/index.html"}
     assert second.followup == {recipe}

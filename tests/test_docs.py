@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from builder import models
 from builder.cli import COMMANDS, make_parser
 from builder.config import SiteSettings
+from builder.content import models
 
 REPO = Path(__file__).resolve().parent.parent
 CONTRIBUTING = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")

@@ -10,8 +10,9 @@ import pytest
 from pydantic import BaseModel
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
-from builder import config, models
-from builder.docstrings import DOCUMENTED_MODULES, attribute_docstrings, described, field_docs
+from builder import config
+from builder.content import models
+from builder.content.docstrings import DOCUMENTED_MODULES, attribute_docstrings, described, field_docs
 
 SOURCE = textwrap.dedent(
     '''
@@ -69,8 +70,8 @@ def test_descriptions_reach_the_json_schema_after_validation() -> None:
     """A model already used (its schema made) is made again with the descriptions."""
     code = textwrap.dedent(
         """
-        from builder import models
-        from builder.docstrings import described
+        from builder.content import models
+        from builder.content.docstrings import described
         models.HeadlineSetting(prompt_tokens=8)
         described()
         schema = models.RecipeMeta.model_json_schema()

@@ -15,14 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from builder.config import load_config
-from builder.downloads import (
+from builder.engine.pipeline import Loaded, build, load_and_reconcile
+from builder.site.downloads import (
     EXPORT_COLUMNS,
     _duckdb_checksum,
     duckdb_file,
     export_rows,
     pin_duckdb_identifier,
 )
-from builder.pipeline import Loaded, build, load_and_reconcile
 from tests.conftest import REPO
 
 
@@ -151,9 +151,9 @@ def test_duckdb_file_is_reproducible_across_row_groups() -> None:
 
 def test_downloads_begun_ahead_are_the_same_files(loaded: Loaded) -> None:
     """What the engine begins before the render (SiteWideAhead) is what the data stage would make."""
-    from builder.content import Markdown
-    from builder.deps import no_reuse
-    from builder.downloads import begin_site_wide, download_files
+    from builder.content.markdown import Markdown
+    from builder.site.deps import no_reuse
+    from builder.site.downloads import begin_site_wide, download_files
 
     assert loaded.recon is not None
     site, recon = loaded.site, loaded.recon
@@ -167,7 +167,7 @@ def test_downloads_begun_ahead_are_the_same_files(loaded: Loaded) -> None:
 
 
 def test_downloads_are_not_begun_when_the_previous_ones_are_kept(loaded: Loaded) -> None:
-    from builder.downloads import begin_site_wide
+    from builder.site.downloads import begin_site_wide
 
     class Keeps:
         def key(self, name: str, *deps: str) -> bytes:

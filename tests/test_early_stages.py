@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from builder.content import Markdown
-from builder.depindex import KEPT, DepIndex, StageMemo
-from builder.early_stages import EarlyStages
-from builder.inputs import Inputs
-from builder.loadcache import LoadCache
+from builder.content.markdown import Markdown
+from builder.data.loadcache import LoadCache
+from builder.engine.depindex import KEPT, DepIndex, StageMemo
+from builder.engine.early_stages import EarlyStages
+from builder.engine.inputs import Inputs
 
 
 def memo(tmp_path: Path, previous: dict[bytes, tuple[str, ...]] | None = None) -> StageMemo:

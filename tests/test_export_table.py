@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from builder.analysis.reconcile import RowStatus
 from builder.config import load_config
-from builder.export_table import export_table
-from builder.pipeline import load_and_reconcile
-from builder.reconcile import RowStatus
+from builder.engine.pipeline import load_and_reconcile
+from builder.site.export_table import export_table
 from tests.conftest import MakeSite
 
 HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,flags,notes\n"

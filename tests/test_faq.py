@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import faq
 from builder.config import load_config
-from builder.content import FaqItem
-from builder.faq import INLINE_QUESTIONS, excerpt, faq_jsonld
-from builder.incremental import IncrementalBuilder
-from builder.pipeline import build
+from builder.content.markdown import FaqItem
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.pipeline import build
+from builder.site import faq
+from builder.site.faq import INLINE_QUESTIONS, excerpt, faq_jsonld
 from tests.conftest import SITES, MakeSite
 
 HOSTILE_Q = "Why does </script><script>alert(1)</script> & <!-- show up?"
@@ -232,8 +232,8 @@ def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_s
 ) -> None:
     import os
 
-    import builder.content_summary
-    import builder.search
+    import builder.site.content_summary
+    import builder.site.search
 
     root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
     out = tmp_path / "out"
@@ -242,13 +242,13 @@ def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_s
     search_page = (out / "search/index.html").read_bytes()
     second = root / "content/recipes/second.md"
     summarized_here: list[int] = []
-    real = builder.content_summary.summarize
+    real = builder.site.content_summary.summarize
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         summarized_here.append(os.getpid())  # the child's calls are not seen in this process
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(builder.content_summary, "summarize", spy)
+    monkeypatch.setattr(builder.site.content_summary, "summarize", spy)
     second.write_text(second.read_text().replace("Synthetic recipe for", "A synthetic recipe, edited, for"))
     report = engine.build({second})
     assert report.ok
@@ -278,12 +278,12 @@ def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_s
 def test_a_first_build_gives_the_same_pages_with_its_summary_worked_out_in_a_child(
     make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import builder.incremental
+    import builder.engine.incremental
 
     root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
-    monkeypatch.setattr(builder.incremental, "SUMMARY_CHILD_RECIPES", 10**9)
+    monkeypatch.setattr(builder.engine.incremental, "SUMMARY_CHILD_RECIPES", 10**9)
     build(load_config(root, tmp_path / "here"), cache=False)
-    monkeypatch.setattr(builder.incremental, "SUMMARY_CHILD_RECIPES", 0)
+    monkeypatch.setattr(builder.engine.incremental, "SUMMARY_CHILD_RECIPES", 0)
     build(load_config(root, tmp_path / "child"), cache=False)
     for rel in ("troubleshooting/index.html", "search/index.html", "recipes/second/index.html"):
         assert (tmp_path / "here" / rel).read_bytes() == (tmp_path / "child" / rel).read_bytes(), rel

@@ -10,8 +10,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.feeds import AtomEntry, atom_feed, fallback_date, robots_txt, sitemap
-from builder.pipeline import build
+from builder.engine.pipeline import build
+from builder.site.feeds import AtomEntry, atom_feed, fallback_date, robots_txt, sitemap
 from tests.conftest import MakeSite
 
 A = "{http://www.w3.org/2005/Atom}"
@@ -167,7 +167,7 @@ def test_robots_points_at_the_sitemap() -> None:
 def test_newest_dates_per_recipe_across_chunks() -> None:
     import pyarrow as pa
 
-    from builder.feeds import newest_dates
+    from builder.site.feeds import newest_dates
 
     recipes = pa.chunked_array([["a", "b", "a"], ["b", "c"]])
     dates = pa.chunked_array(
@@ -197,8 +197,8 @@ def test_the_sitemap_is_kept_through_a_body_edit_and_made_again_for_a_new_page(
 ) -> None:
     import textwrap
 
-    from builder import toolkit
-    from builder.incremental import IncrementalBuilder
+    from builder.engine.incremental import IncrementalBuilder
+    from builder.site import toolkit
 
     out = tmp_path / "out"
     engine = IncrementalBuilder(load_config(site_root, out), workers=1)

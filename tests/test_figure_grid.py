@@ -12,9 +12,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.figure_grid import QUANTITIES, FigureGrid, rows_table
-from builder.figures import SERVE_PROPERTIES, Setting, pick_cell, setting_of
-from builder.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, Reconciliation, RowStatus
+from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, Reconciliation, RowStatus
+from builder.site.figure_grid import QUANTITIES, FigureGrid, rows_table
+from builder.site.figures import SERVE_PROPERTIES, Setting, pick_cell, setting_of
 
 NODE_HW = {"n-a": "gpu-1", "n-b": "gpu-1", "n-c": "gpu-2"}
 KINDS = [

@@ -1,4 +1,4 @@
-"""Findings of non-reproduction on small synthetic histories (builder.findings).
+"""Findings of non-reproduction on small synthetic histories (builder.analysis.findings).
 
 Every site here is the minimal site with generated rows; no figure is real.
 """
@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from builder.check import check_site
 from builder.config import load_config
+from builder.engine.check import check_site
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import RECIPE_FLAGS, departing_dates, fields_of, findings, history, run
 
@@ -376,7 +376,7 @@ def test_duckdb_prefilter_loses_no_finding(make_site: MakeSite) -> None:
     """Random histories (seeded) across many settings: the pre-filtered and the exhaustive paths agree."""
     import random
 
-    from builder.findings import find_non_reproduction
+    from builder.analysis.findings import find_non_reproduction
     from tests.rowsite import load
 
     rnd = random.Random(20260727)

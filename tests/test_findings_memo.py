@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from builder import incremental, reconcile
-from builder.build_state import read_cache, state_dir, write_cache
+from builder.analysis import reconcile
 from builder.config import load_config
-from builder.incremental import IncrementalBuilder
-from builder.loadcache import LoadCache
-from builder.pipeline import Loaded, load_and_reconcile
+from builder.data.loadcache import LoadCache
+from builder.engine import incremental
+from builder.engine.build_state import read_cache, state_dir, write_cache
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.pipeline import Loaded, load_and_reconcile
 from tests.conftest import REPO, synthetic_site
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -202,9 +203,9 @@ def test_computed_findings_are_stored_when_the_cache_settles(site: Path) -> None
 
 
 def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Path) -> None:
+    from builder.analysis.findings_memo import recipe_keys
+    from builder.data.load import load_site
     from builder.errors import Problems
-    from builder.findings_memo import recipe_keys
-    from builder.load import load_site
 
     cache = LoadCache()
     loaded = load_site(load_config(site), Problems(), cache=cache)
@@ -222,7 +223,7 @@ def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Pat
 
 
 def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
-    from builder.findings_memo import recipe_keys
+    from builder.analysis.findings_memo import recipe_keys
 
     engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
     assert engine.build(None).ok
@@ -242,7 +243,7 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
 def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder import findings_memo
+    from builder.analysis import findings_memo
 
     expected = load_and_reconcile(load_config(site))
     assert expected.recon is not None
@@ -279,7 +280,7 @@ def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
 def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder import findings_memo
+    from builder.analysis import findings_memo
 
     engine = IncrementalBuilder(load_config(site, site / "site"), workers=1)
     assert engine.build(None).ok

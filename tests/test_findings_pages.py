@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import findings_pages
 from builder.config import load_config
-from builder.findings_pages import FULL_PER_GROUP
-from builder.pipeline import build, load_and_reconcile
-from builder.render import make_context, render_recipe
+from builder.engine.pipeline import build, load_and_reconcile
+from builder.site import findings_pages
+from builder.site.findings_pages import FULL_PER_GROUP
+from builder.site.render import make_context, render_recipe
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import history, rows_csv, run, site_files
 

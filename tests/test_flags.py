@@ -1,10 +1,10 @@
-"""Serve flags and env strings are parsed and normalised before they are compared (builder.flags)."""
+"""Serve flags and env strings are parsed and normalised before they are compared (builder.content.flags)."""
 
 from __future__ import annotations
 
 import pytest
 
-from builder.flags import FlagSyntaxError, flag_map, parse_env, parse_flags
+from builder.content.flags import FlagSyntaxError, flag_map, parse_env, parse_flags
 
 
 @pytest.mark.parametrize(

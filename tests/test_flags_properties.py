@@ -7,7 +7,7 @@ import shlex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.flags import _DECIMAL, FlagSyntaxError, flag_map, parse_env, parse_flags, serve_command
+from builder.content.flags import _DECIMAL, FlagSyntaxError, flag_map, parse_env, parse_flags, serve_command
 
 FAST = settings(max_examples=300, deadline=500, derandomize=True)
 
@@ -113,7 +113,7 @@ def test_any_env_text_parses_or_raises_a_flag_syntax_error(text: str) -> None:
 )
 def test_fast_split_splits_as_shlex_does(text: str) -> None:
     """Plain strings skip shlex (the load of a big site parses thousands); the words must not change."""
-    from builder.flags import _split
+    from builder.content.flags import _split
 
     try:
         expected: list[str] | str = shlex.split(text, comments=False, posix=True)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import builder.load
+import builder.data.load
 from builder.config import load_config
+from builder.data.loadcache import LoadCache
+from builder.engine.forked import Forked, Notice
 from builder.errors import Problems
-from builder.forked import Forked, Notice
-from builder.loadcache import LoadCache
 from tests.conftest import SITES, SITES_INVALID
 
 
@@ -127,12 +127,14 @@ def test_cancel_after_prefetch_leaves_no_child() -> None:
 def snapshot(
     root: Path, *, fork: bool, cache: bool, monkeypatch: pytest.MonkeyPatch, ahead: bool = False
 ) -> tuple[object, ...]:
-    monkeypatch.setattr(builder.load, "FORK_PAGES", 0 if fork else 10**9)
+    monkeypatch.setattr(builder.data.load, "FORK_PAGES", 0 if fork else 10**9)
     problems = Problems()
     config = load_config(root)
-    started = builder.load.start_content_load(config) if ahead else None
+    started = builder.data.load.start_content_load(config) if ahead else None
     assert (started is not None) == ahead
-    site = builder.load.load_site(config, problems, cache=LoadCache() if cache else None, started=started)
+    site = builder.data.load.load_site(
+        config, problems, cache=LoadCache() if cache else None, started=started
+    )
     pages = {
         kind: {
             slug: (
@@ -182,8 +184,8 @@ def test_content_load_started_ahead_equals_content_loaded_here(
 
 
 def test_small_sites_start_no_content_load_ahead() -> None:
-    assert builder.load.FORK_PAGES > 1
-    assert builder.load.start_content_load(load_config(SITES / "minimal")) is None
+    assert builder.data.load.FORK_PAGES > 1
+    assert builder.data.load.start_content_load(load_config(SITES / "minimal")) is None
 
 
 def test_import_of_the_load_stage_leaves_the_row_stages_for_later() -> None:
@@ -191,7 +193,7 @@ def test_import_of_the_load_stage_leaves_the_row_stages_for_later() -> None:
     import subprocess
     import sys
 
-    code = "import sys, builder.load; print(sorted({'duckdb', 'pyarrow', 'numpy'} & set(sys.modules)))"
+    code = "import sys, builder.data.load; print(sorted({'duckdb', 'pyarrow', 'numpy'} & set(sys.modules)))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=SITES.parent.parent
     )

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from builder.check import check_site
 from builder.cli import main
 from builder.config import load_config
-from builder.importing import ImportOptions, build_csv, free_rel, prepare_import
+from builder.engine.check import check_site
+from builder.importers.importing import ImportOptions, build_csv, free_rel, prepare_import
 from tests.conftest import MakeSite
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
@@ -204,7 +204,7 @@ def test_rows_go_through_the_check_validator(make_site: MakeSite, capsys: pytest
 
 
 def _env_error() -> str:
-    from builder.flags import FlagSyntaxError, parse_env
+    from builder.content.flags import FlagSyntaxError, parse_env
 
     try:
         parse_env("not an env")

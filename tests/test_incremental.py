@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from builder import incremental
-from builder.build_state import quick_noop, quick_scan, state_dir
 from builder.config import load_config
+from builder.engine import incremental
+from builder.engine.build_state import quick_noop, quick_scan, state_dir
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.pipeline import build
 from builder.errors import BuildAborted, BuilderError
-from builder.incremental import IncrementalBuilder
-from builder.pipeline import build
 from tests.conftest import REPO, synthetic_site, tree
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -369,7 +369,7 @@ def test_dependencies_no_changed_input_reaches_keep_their_digests(
 ) -> None:
     """A new build computes the digest of a dependency only when a changed input can reach it; the
     others come from the record, and their pages are kept without hashing their fingerprints."""
-    from builder.depindex import DepIndex
+    from builder.engine.depindex import DepIndex
 
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
@@ -558,7 +558,7 @@ def test_kept_parses_and_bodies_go_when_the_builder_changes(
     that renders bodies differently) must not get the old bytes back, in this process or the next."""
     import dataclasses
 
-    from builder.content import Markdown
+    from builder.content.markdown import Markdown
 
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
@@ -610,8 +610,8 @@ def test_an_edit_build_reads_only_the_changed_content_file(
 ) -> None:
     """Unchanged pages come from the load cache by the digests the input scan carried over: those
     digests and the cache's keys must be made by one function (see ``inputs.DIGEST_NAME``)."""
-    from builder.inputs import digest_bytes
-    from builder.loadcache import LoadCache
+    from builder.data.loadcache import LoadCache
+    from builder.engine.inputs import digest_bytes
 
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
@@ -638,7 +638,7 @@ def test_an_edit_build_reads_only_the_changed_content_file(
 
 
 def test_the_environment_names_the_digest_function(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from builder import build_state
+    from builder.engine import build_state
 
     config = load_config(site)
     before = build_state.environment_key(config, 0)
@@ -651,7 +651,7 @@ def test_findings_pages_follow_the_findings_not_every_row(
 ) -> None:
     """/findings/ and its feed depend on a digest of the findings (findings_memo.SiteFindings.digest):
     a row file that changes no finding renders neither; one that makes a finding renders both."""
-    from builder import findings_pages
+    from builder.site import findings_pages
 
     generate.add_row_file(site, 0, "2026-12-01", rows=24, seed=9, factor=0.5)  # a finding to list
     out = tmp_path / "out"
@@ -688,7 +688,7 @@ def test_an_edit_build_takes_the_edited_body_from_the_search_child(
 ) -> None:
     """The search child renders the edited body to work out the content summary and sends it with
     the summary: the build's own process renders no markdown (nor imports markdown-it for it)."""
-    from builder.content import Markdown
+    from builder.content.markdown import Markdown
 
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
@@ -715,7 +715,8 @@ def test_a_first_build_failing_after_its_bodies_began_leaves_no_child(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bodies start rendering in a child before reconciliation: a failure there stops it."""
-    from builder import content, forked, pipeline
+    from builder.content import markdown as content
+    from builder.engine import forked, pipeline
 
     monkeypatch.setattr(incremental, "SUMMARY_CHILD_RECIPES", 1)
     monkeypatch.setattr(content, "FORK_BODIES", 1)

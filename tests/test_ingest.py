@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from builder.check import check_site
 from builder.config import load_config
+from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS
+from builder.data.load import load_site
+from builder.engine.check import check_site
 from builder.errors import Problems
-from builder.load import load_site
-from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS
 from tests.conftest import REPO, SITES, MakeSite
 
 HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,prefill_tok_s,notes"

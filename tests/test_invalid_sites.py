@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from builder.check import check_site
 from builder.config import load_config
+from builder.engine.check import check_site
+from builder.engine.pipeline import build
 from builder.errors import BuildAborted
-from builder.pipeline import build
 from tests.conftest import SITES, SITES_INVALID
 
 CASES = sorted(p.name for p in SITES_INVALID.iterdir() if p.is_dir())

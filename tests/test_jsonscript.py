@@ -8,7 +8,7 @@ from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builder.jsonscript import dumps_for_script, script_json
+from builder.site.jsonscript import dumps_for_script, script_json
 
 HOSTILE = "</script><script>alert(1)</script><!-- & \u2028\u2029 </SCRIPT >"
 
@@ -47,7 +47,7 @@ def test_any_json_value_round_trips_without_markup(value: object) -> None:
 
 
 def test_the_compact_form_means_the_same_and_escapes_the_same() -> None:
-    from builder.jsonscript import dumps_compact_for_script
+    from builder.site.jsonscript import dumps_compact_for_script
 
     value = [{"x": "</script><!-- & \u2028\u2029 é", "a": "b"}, {"k": ""}]
     compact = dumps_compact_for_script(value)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_config
+from builder.data.load import load_site
+from builder.data.loadcache import LoadCache
 from builder.errors import Problems
-from builder.load import load_site
-from builder.loadcache import LoadCache
 from tests.conftest import MakeSite
 
 HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,flags,notes\n"
@@ -49,7 +49,7 @@ def test_a_cached_row_file_keeps_its_plain_flag_and_lines(make_site: MakeSite) -
 def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
     make_site: MakeSite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder.inputs import scan_inputs
+    from builder.engine.inputs import scan_inputs
 
     tiny = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
     root = make_site({f"content/recipes/tiny-{n}.md": tiny for n in (2, 3)})

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from builder import loadstore
-from builder.build_state import state_dir
 from builder.config import load_config
-from builder.incremental import IncrementalBuilder
-from builder.inputs import digest_bytes
-from builder.pipeline import build
+from builder.engine import loadstore
+from builder.engine.build_state import state_dir
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.inputs import digest_bytes
+from builder.engine.pipeline import build
 from tests.conftest import MakeSite
 
 TINY = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
@@ -73,7 +73,7 @@ def test_a_delta_that_cannot_be_used_is_ignored(root: Path, tmp_path: Path, dama
     if damage == "garbage":
         path.write_bytes(path.read_bytes()[:-7] + b"garbage")
     else:
-        from builder.build_state import read_cache, write_cache
+        from builder.engine.build_state import read_cache, write_cache
 
         _, *rest = read_cache(path)
         write_cache(path, (b"\0\0\0\0", *rest))

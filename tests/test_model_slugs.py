@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.model_slugs import model_slug, model_slugs
+from builder.data.model_slugs import model_slug, model_slugs
 from tests.conftest import edit_first_recipe, imported_by_build, synthetic_site
 
 
@@ -27,6 +27,6 @@ def test_an_edit_build_does_not_import_the_comparisons(
     root = synthetic_site(tmp_path / "site", monkeypatch, recipes=4, rows=6, cases=0, posts=1)
     imported_by_build(root, ())
     edit_first_recipe(root)
-    printed, imported = imported_by_build(root, ("builder.comparisons", "builder.figure_grid"))
+    printed, imported = imported_by_build(root, ("builder.site.comparisons", "builder.site.figure_grid"))
     assert "built" in printed
     assert imported == []

@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from builder import models
 from builder.config import SiteSettings
-from builder.docstrings import described
+from builder.content import models
+from builder.content.docstrings import described
 
 MODELS: list[type[BaseModel]] = [
     models.RecipeMeta,

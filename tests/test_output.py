@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import output
 from builder.config import load_config
+from builder.engine import output
+from builder.engine.output import MARKER, STAGING_MARKER, check_output_dir, publish
+from builder.engine.pipeline import build
 from builder.errors import BuildAborted, OutputError
-from builder.output import MARKER, STAGING_MARKER, check_output_dir, publish
-from builder.pipeline import build
 from tests.conftest import REPO, MakeSite, tree
 
 
@@ -159,9 +159,9 @@ def test_an_error_in_the_site_leaves_the_previous_site(built: tuple[Path, Path])
 INTERRUPTED = textwrap.dedent(
     """
     import os, signal, sys
-    from builder import output
+    from builder.engine import output
     from builder.config import load_config
-    from builder.pipeline import build
+    from builder.engine.pipeline import build
 
     stage = sys.argv[3]
     if stage == "write":
@@ -171,7 +171,7 @@ INTERRUPTED = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C halfway through writing
         output._write_tree = interrupted
     else:
-        import builder.render as render
+        import builder.site.render as render
         real_jobs = render.page_jobs
         def jobs(ctx):
             found = real_jobs(ctx)
@@ -222,9 +222,9 @@ def test_a_killed_build_leaves_the_previous_site_and_its_litter_is_swept(
         textwrap.dedent(
             """
             import os, signal, sys
-            from builder import output
+            from builder.engine import output
             from builder.config import load_config
-            from builder.pipeline import build
+            from builder.engine.pipeline import build
             real = output._write_tree
             def killed(target, files, reuse, **how):
                 real(target, dict(list(files.items())[:3]), {})

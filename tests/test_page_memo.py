@@ -1,4 +1,4 @@
-"""Recipe pages' values kept across the preview's template-only rebuilds (builder.page_memo).
+"""Recipe pages' values kept across the preview's template-only rebuilds (builder.site.page_memo).
 
 Reused only while the site's data is the very same: every page rendered from remembered values must
 be the page a clean build gives, and a change of the rows, a front matter or the reconciliation
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import render
 from builder.config import load_config
-from builder.incremental import IncrementalBuilder
-from builder.page_memo import PageEntry, PageMemo, _Current
-from builder.preview import PreviewBuilder
+from builder.engine.incremental import IncrementalBuilder
+from builder.serve.preview import PreviewBuilder
+from builder.site import render
+from builder.site.page_memo import PageEntry, PageMemo, _Current
 from tests.conftest import REPO, synthetic_site, tree
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -174,7 +174,7 @@ def test_helper_calls_are_remembered_only_for_the_pages_own_values() -> None:
 
 
 def test_a_memo_made_for_other_data_is_emptied(site: Path, tmp_path: Path) -> None:
-    from builder.pipeline import load_and_reconcile
+    from builder.engine.pipeline import load_and_reconcile
 
     config = load_config(site, tmp_path / "out")
     memo = PageMemo()

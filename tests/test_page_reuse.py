@@ -1,4 +1,4 @@
-"""Which pages a build renders again (:mod:`builder.page_reuse`)."""
+"""Which pages a build renders again (:mod:`builder.engine.page_reuse`)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from builder.build_state import OutputRecord
-from builder.deps import depends
+from builder.engine.build_state import OutputRecord
+from builder.engine.page_reuse import Fingerprints, sort_jobs
 from builder.errors import BuilderError
-from builder.page_reuse import Fingerprints, sort_jobs
+from builder.site.deps import depends
 
 OUT = "/srv/site/"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import pagefind_service
 from builder.errors import SearchIndexError
-from builder.pagefind_service import IndexOptions, _Service, index_sets
+from builder.site import pagefind_service
+from builder.site.pagefind_service import IndexOptions, _Service, index_sets
 
 OPTIONS = IndexOptions(root_selector="main", exclude_selectors=(".skip",), force_language="en")
 

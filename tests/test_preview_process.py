@@ -6,7 +6,7 @@ import os
 import signal
 from pathlib import Path
 
-from builder.preview_process import BuildProcess
+from builder.serve.preview_process import BuildProcess
 from tests.conftest import MakeSite
 
 

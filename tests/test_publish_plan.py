@@ -1,14 +1,14 @@
-"""Which files a build writes, links or removes (:mod:`builder.publish_plan`)."""
+"""Which files a build writes, links or removes (:mod:`builder.engine.publish_plan`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from builder.build_state import OutputRecord
-from builder.depindex import KEPT
-from builder.inputs import digest_bytes
-from builder.output import MARKER
-from builder.publish_plan import Fresh, Plan, apply, plan
+from builder.engine.build_state import OutputRecord
+from builder.engine.depindex import KEPT
+from builder.engine.inputs import digest_bytes
+from builder.engine.output import MARKER
+from builder.engine.publish_plan import Fresh, Plan, apply, plan
 from tests.conftest import tree
 
 OUT = "/srv/site/"
@@ -114,9 +114,9 @@ def test_apply_swaps_in_a_new_tree_when_the_published_one_was_tampered_with(tmp_
 
 
 def test_files_written_ahead_are_published_once_with_the_rest(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from builder import output
-    from builder.output import Staging
-    from builder.publish_plan import WriteAhead
+    from builder.engine import output
+    from builder.engine.output import Staging
+    from builder.engine.publish_plan import WriteAhead
 
     old = {"same.html": b"same", "gone.html": b"gone"}
     root, out = published(tmp_path, old)
@@ -149,7 +149,7 @@ def test_files_written_ahead_are_published_once_with_the_rest(tmp_path: Path, mo
 
 
 def test_nothing_to_write_ahead_begins_no_tree(tmp_path: Path) -> None:
-    from builder.publish_plan import WriteAhead
+    from builder.engine.publish_plan import WriteAhead
 
     root, out = published(tmp_path, {"same.html": b"same"})
     begun: list[int] = []
@@ -165,9 +165,9 @@ def test_nothing_to_write_ahead_begins_no_tree(tmp_path: Path) -> None:
 def test_a_failure_while_writing_ahead_still_publishes_every_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import errno
 
-    from builder import output
-    from builder.output import Staging
-    from builder.publish_plan import WriteAhead
+    from builder.engine import output
+    from builder.engine.output import Staging
+    from builder.engine.publish_plan import WriteAhead
 
     root, out = published(tmp_path, {})
     real = output._write_file

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from bs4 import BeautifulSoup
 
-from builder import pipeline
 from builder.config import load_config
-from builder.devserver import RebuildResult
-from builder.incremental import IncrementalBuilder
-from builder.preview import WARM, PreviewBuilder
+from builder.engine import pipeline
+from builder.engine.incremental import IncrementalBuilder
+from builder.serve.devserver import RebuildResult
+from builder.serve.preview import WARM, PreviewBuilder
 from tests.conftest import REPO
 
 SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"

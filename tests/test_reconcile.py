@@ -1,4 +1,4 @@
-"""Every row reconciled with its recipe's current metadata (builder.reconcile).
+"""Every row reconciled with its recipe's current metadata (builder.analysis.reconcile).
 
 Recipe ``tiny`` of the minimal site: vllm 1.0.0, ``--max-model-len 4096 --kv-cache-dtype fp8``,
 ``EXAMPLE_ENV=1``, hardware ``test-gpu``. Rows are synthetic.
@@ -13,11 +13,8 @@ from typing import Any
 
 import pytest
 
-from builder.config import load_config
-from builder.errors import Problems
-from builder.findings import Finding
-from builder.pipeline import load_with_annotations
-from builder.reconcile import (
+from builder.analysis.findings import Finding
+from builder.analysis.reconcile import (
     DIFFERS,
     MATCHES,
     NOT_RECORDED,
@@ -27,8 +24,11 @@ from builder.reconcile import (
     converted_findings,
     reconcile_rows,
 )
-from builder.run_groups import combinations
-from builder.views import headline, rows_by_recipe
+from builder.analysis.run_groups import combinations
+from builder.config import load_config
+from builder.engine.pipeline import load_with_annotations
+from builder.errors import Problems
+from builder.site.views import headline, rows_by_recipe
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import history, load, run
 

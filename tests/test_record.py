@@ -1,4 +1,4 @@
-"""The incremental record on disk (:mod:`builder.record`): read once, written only where it
+"""The incremental record on disk (:mod:`builder.engine.record`): read once, written only where it
 changed, discarded with a note when unreadable, never written when nothing is to persist."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from builder import loadstore
-from builder.build_state import ROWS_TABLE, state_dir
 from builder.config import load_config
-from builder.incremental import IncrementalBuilder
-from builder.record import Record
+from builder.engine import loadstore
+from builder.engine.build_state import ROWS_TABLE, state_dir
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.record import Record
 from tests.conftest import MakeSite
 
 TINY = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")

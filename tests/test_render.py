@@ -10,8 +10,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.pipeline import build
-from builder.render import fmt_number
+from builder.engine.pipeline import build
+from builder.site.render import fmt_number
 from tests.conftest import REPO, MakeSite
 
 
@@ -190,11 +190,11 @@ def test_headline_from_matching_rows_has_no_caveat(shipped: Path) -> None:
 
 def test_renderers_imported_before_the_workers_fork_only_when_their_pages_render() -> None:
     probe = (
-        "import sys\nfrom builder.render import import_renderers\n"
+        "import sys\nfrom builder.site.render import import_renderers\n"
         "import_renderers(['index.html', 'recipes/a/index.html'])\n"
-        "before = 'builder.side_by_side_charts' in sys.modules\n"
+        "before = 'builder.site.side_by_side_charts' in sys.modules\n"
         "import_renderers(['index.html', 'models/m/index.html'])\n"
-        "print(before, 'builder.side_by_side_charts' in sys.modules, 'builder.comparison_tables' in sys.modules)\n"
+        "print(before, 'builder.site.side_by_side_charts' in sys.modules, 'builder.site.comparison_tables' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["False", "True", "True"], done.stderr

@@ -1,10 +1,10 @@
-"""Rendering in forked workers (:mod:`builder.render_pool`): how the jobs are shared out."""
+"""Rendering in forked workers (:mod:`builder.engine.render_pool`): how the jobs are shared out."""
 
 from __future__ import annotations
 
 import pytest
 
-from builder.render_pool import job_chunks, worker_count
+from builder.engine.render_pool import job_chunks, worker_count
 
 
 @pytest.mark.parametrize(("jobs", "workers"), [(1234, 2), (48, 2), (5, 2), (1000, 8), (0, 2)])

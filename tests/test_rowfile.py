@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.rowfile import take_rows
+from builder.data.rowfile import take_rows
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from builder.config import load_config
+from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, Row
+from builder.data.load import load_site
 from builder.errors import Problems
-from builder.load import load_site
-from builder.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, Row
 from tests.conftest import SITES
 
 ROWS_FILE = "data/rows/tiny/prop"
@@ -340,7 +340,7 @@ def test_row_files_are_found_by_suffix_in_path_order(entries: list[tuple[list[st
     import os
     from pathlib import PurePosixPath
 
-    from builder.rows import ROW_FILE_SUFFIXES, discover_row_files
+    from builder.data.rows import ROW_FILE_SUFFIXES, discover_row_files
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from builder.check import check_site
 from builder.cli import main
 from builder.config import load_config
-from builder.docstrings import field_docs
+from builder.content.docstrings import field_docs
+from builder.content.models import CaseStudyMeta, PostMeta, RecipeMeta
+from builder.content.scaffold import scaffold
+from builder.engine.check import check_site
 from builder.errors import ConfigError
-from builder.models import CaseStudyMeta, PostMeta, RecipeMeta
-from builder.scaffold import scaffold
 from tests.conftest import MakeSite
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 import yaml
 
-from builder import models, schema
 from builder.cli import main
 from builder.config import load_config
-from builder.content import split_document
+from builder.content import models, schema
+from builder.content.markdown import split_document
+from builder.data.load import load_site
 from builder.errors import Problems
-from builder.load import load_site
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "schema"

@@ -9,8 +9,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.pipeline import build
-from builder.search import (
+from builder.engine.pipeline import build
+from builder.site.search import (
     SearchRecord,
     fallback_script,
     is_indexed_page,
@@ -157,7 +157,7 @@ def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
 
 def test_records_digest_tells_apart_fields_holding_nul() -> None:
     """Fields are joined by NUL unless one holds a NUL; then they are length-prefixed instead."""
-    from builder.search import SearchRecord, records_digest
+    from builder.site.search import SearchRecord, records_digest
 
     def rec(*fields: str) -> SearchRecord:
         return SearchRecord(*fields)
@@ -177,10 +177,10 @@ def test_records_digest_tells_apart_fields_holding_nul() -> None:
 def test_every_record_s_text_is_its_words_one_space_apart() -> None:
     """The fallback cuts records' text as it is: page_records collapses it (bodies come collapsed
     from the markdown cache), code blocks, line breaks and the troubleshooting answers included."""
-    from builder.content import Markdown
+    from builder.content.markdown import Markdown
+    from builder.data.load import load_site
     from builder.errors import Problems
-    from builder.load import load_site
-    from builder.search import page_records
+    from builder.site.search import page_records
 
     records = page_records(load_site(load_config(REPO), Problems()), Markdown())
     assert records and any("\n" in r.text or "  " in r.text for r in records) is False
@@ -193,11 +193,11 @@ def test_a_question_s_text_is_its_recipe_s_title_and_answer_collapsed() -> None:
     text as collapsing "<title>. <answer>" whole, titles with odd whitespace and empty answers too."""
     import dataclasses
 
-    from builder.content import Markdown
+    from builder.content.markdown import Markdown
+    from builder.data.load import load_site
     from builder.errors import Problems
-    from builder.faq import faq_entries
-    from builder.load import load_site
-    from builder.search import page_records
+    from builder.site.faq import faq_entries
+    from builder.site.search import page_records
 
     site = load_site(load_config(REPO), Problems())
     markdown = Markdown()
@@ -226,10 +226,10 @@ def test_a_question_s_text_is_its_recipe_s_title_and_answer_collapsed() -> None:
 def test_the_search_stage_announces_the_content_summary_before_pagefind_starts(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import builder.search
-    from builder.content import Markdown
-    from builder.content_summary import ContentSummary, summarize
-    from builder.pipeline import load_and_reconcile, page_independent_stages
+    import builder.site.search
+    from builder.content.markdown import Markdown
+    from builder.engine.pipeline import load_and_reconcile, page_independent_stages
+    from builder.site.content_summary import ContentSummary, summarize
 
     loaded = load_and_reconcile(load_config(REPO, tmp_path / "out"))
     events: list[str] = []
@@ -242,7 +242,7 @@ def test_the_search_stage_announces_the_content_summary_before_pagefind_starts(
         events.append("summary")
         assert summary == summarize(loaded.site, Markdown())
 
-    monkeypatch.setattr(builder.search, "_pagefind_many", index)
+    monkeypatch.setattr(builder.site.search, "_pagefind_many", index)
     [(_, search)] = page_independent_stages(loaded.site, Markdown(), announce=announce)
     search({})
     assert events == ["summary", "pagefind"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-from builder.charts import ARMS, BUILDS
-from builder.comparisons import Build, Line
-from builder.figures import Cell, Setting
-from builder.reconcile import DIFFERS, MATCHES
-from builder.side_by_side_charts import side_by_side_charts
+from builder.analysis.reconcile import DIFFERS, MATCHES
+from builder.site.charts import ARMS, BUILDS
+from builder.site.comparisons import Build, Line
+from builder.site.figures import Cell, Setting
+from builder.site.side_by_side_charts import side_by_side_charts
 
 
 def _build(slug: str, label: str, hardware: str = "spark") -> Build:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bs4 import BeautifulSoup
 
-from builder.charts import PROMPT, Column, chart_from_rows, make_chart
-from builder.tables import chart_rows
+from builder.site.charts import PROMPT, Column, chart_from_rows, make_chart
+from builder.site.tables import chart_rows
 
 HOSTILE = "<b>\"x\"</b> & 'y'"
 

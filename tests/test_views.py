@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from builder.config import load_config
-from builder.pipeline import load_and_reconcile
-from builder.views import ROW_COLUMNS, RowsByRecipe
+from builder.engine.pipeline import load_and_reconcile
+from builder.site.views import ROW_COLUMNS, RowsByRecipe
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))

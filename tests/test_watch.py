@@ -1,4 +1,4 @@
-"""builder.watch: what counts as a change, event → path translation, debounce, observer fallback."""
+"""builder.serve.watch: what counts as a change, event → path translation, debounce, observer fallback."""
 
 from __future__ import annotations
 
@@ -25,7 +25,14 @@ from watchdog.events import (
 )
 from watchdog.observers.polling import PollingObserver
 
-from builder.watch import ChangeHandler, ChangeKind, PendingChanges, Watcher, WatchFilter, is_editor_temp
+from builder.serve.watch import (
+    ChangeHandler,
+    ChangeKind,
+    PendingChanges,
+    Watcher,
+    WatchFilter,
+    is_editor_temp,
+)
 
 TEMP_NAMES = [
     ".tiny.md.swp",

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     scan = None
     if not args.no_cache:
         # Nothing changed? Then nothing heavy is even imported.
-        from builder.build_state import quick_scan
+        from builder.engine.build_state import quick_scan
 
         scan = quick_scan(args.root, args.out)
         quick = scan.report
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
 
     from builder.config import load_config
-    from builder.incremental import IncrementalBuilder
+    from builder.engine.incremental import IncrementalBuilder
 
     config = load_config(args.root, args.out, verbose=args.verbose)
     bar = _ProgressBar() if sys.stderr.isatty() else None

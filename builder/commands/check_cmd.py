@@ -24,13 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from builder.config import load_config
-    from builder.load import start_content_load
+    from builder.data.load import start_content_load
 
     config = load_config(args.root)
     # The content pages load on the other core while this one imports the row stages.
     started = start_content_load(config)
     try:
-        from builder.check import check_site
+        from builder.engine.check import check_site
     except BaseException:
         if started is not None:
             started.cancel()

@@ -1,4 +1,4 @@
-"""``import``: benchmark tool output → a validated row file (see :mod:`builder.importing`)."""
+"""``import``: benchmark tool output → a validated row file (see :mod:`builder.importers.importing`)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from builder.commands.report import format_text
     from builder.config import load_config
-    from builder.importing import ImportOptions, prepare_import, shown_path, write_import
+    from builder.importers.importing import ImportOptions, prepare_import, shown_path, write_import
 
     config = load_config(args.root)
     options = ImportOptions(

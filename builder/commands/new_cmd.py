@@ -1,4 +1,4 @@
-"""``new``: write a commented starting file (see :mod:`builder.scaffold`)."""
+"""``new``: write a commented starting file (see :mod:`builder.content.scaffold`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from builder.config import load_config
-    from builder.importing import shown_path
-    from builder.load import today
-    from builder.scaffold import scaffold, write_scaffold
+    from builder.content.scaffold import scaffold, write_scaffold
+    from builder.data.load import today
+    from builder.importers.importing import shown_path
 
     config = load_config(args.root)
     path = write_scaffold(config, scaffold(config, args.kind, args.slug, today(config)))

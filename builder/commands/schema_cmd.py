@@ -1,4 +1,4 @@
-"""``schema``: export the JSON Schema of rows, front matter and data files (see :mod:`builder.schema`)."""
+"""``schema``: export the JSON Schema of rows, front matter and data files (see :mod:`builder.content.schema`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from builder import schema
+    from builder.content import schema
 
     folder = Path(args.out) if args.out else Path(args.root) / "schema"
     generated = schema.generate()

@@ -8,7 +8,7 @@ import threading
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from builder.devserver import RebuildResult
+    from builder.serve.devserver import RebuildResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,11 +71,11 @@ def run(args: argparse.Namespace) -> int:
     import signal
 
     from builder.config import load_config
-    from builder.devserver import LiveReloadServer
     from builder.errors import ConfigError
-    from builder.preview import serve_out_dir
-    from builder.preview_process import BuildProcess
-    from builder.watch import PendingChanges, Watcher, WatchFilter
+    from builder.serve.devserver import LiveReloadServer
+    from builder.serve.preview import serve_out_dir
+    from builder.serve.preview_process import BuildProcess
+    from builder.serve.watch import PendingChanges, Watcher, WatchFilter
 
     config = load_config(args.root)  # a wrong --root is a usage mistake: fail now, not in the overlay
     out = serve_out_dir(config.root)

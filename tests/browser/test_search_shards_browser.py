@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from builder.config import load_config
-from builder.pipeline import build
-from builder.search import BUNDLE_DIR, SearchRecord, shard_prefixes
+from builder.engine.pipeline import build
+from builder.site.search import BUNDLE_DIR, SearchRecord, shard_prefixes
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "bench"))

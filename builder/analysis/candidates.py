@@ -1,0 +1,243 @@
+"""Which groups of runs could hold a finding: run statistics and the exact pre-filter, in numpy.
+
+Rows with a prompt length are sorted once by setting (recipe, hardware, prompt_tokens,
+context_tokens, concurrency), date, run class and position. A *run* is a stretch of equal setting,
+date and run class; per metric, its trials are the rows whose value is > 0 (on the log scale, a zero
+cannot be compared). Per run: count, mean and sum of squares of the log values, and the range of
+output_tokens; per group (setting, metric) of two runs or more: the widest gap between neighbouring
+run means and the narrowest band :mod:`builder.analysis.noise` could use. A group can only split when its
+widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for
+the groups that pass) or when its rows give different output_tokens.
+
+Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so a
+million rows in six hundred thousand runs cost little memory.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+from builder.content.models import METRICS
+from builder.data import arrow_compute as pc
+from builder.data.arrays import from_numpy
+
+SLACK = 0.999999
+"""A gap within this factor of the band still counts as a possible split (rounding)."""
+
+_SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
+_KEYS = (*_SETTING, "date", "run_class")
+_CODES = frozenset({"recipe", "hardware", "run_class"})
+TRIAL_COLUMNS = ("metric", *_SETTING, "date", "run_class", "pos", "value")
+_BIG = np.iinfo(np.int64).max
+_SMALL = np.iinfo(np.int64).min
+
+
+def _ranks(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, int]:
+    """Dense codes of a column without nulls that sort as its values do, and how many there are."""
+    encoded = pc.dictionary_encode(column)
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.unify_dictionaries().combine_chunks()
+    values = encoded.dictionary.to_numpy(zero_copy_only=False)
+    rank = np.empty(len(values), dtype=np.int64)
+    rank[np.argsort(values, kind="stable")] = np.arange(len(values), dtype=np.int64)
+    return rank[encoded.indices.to_numpy(zero_copy_only=False)], len(values)
+
+
+_TABLE_SPAN = 1 << 22
+"""Integer columns spanning fewer values than this are ranked through a lookup table (no hashing)."""
+
+
+def _integer_ranks(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """:func:`_ranks` of integers (or days): the same codes, from a table of the values present."""
+    low, high = int(values.min()), int(values.max())
+    if high - low >= _TABLE_SPAN:
+        distinct, codes = np.unique(values, return_inverse=True)
+        return codes.reshape(-1).astype(np.int64), len(distinct)
+    offsets = values - low
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[offsets] = True
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return rank[offsets], int(rank[-1]) + 1
+
+
+def _boundaries(keys: list[tuple[np.ndarray, int]], split: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable order of rows by the keys (most significant first), and in that order where the
+    first ``split`` keys change (a new setting) and where any key changes (a new run).
+
+    The codes are packed into one integer when they fit in 62 bits (one sort, one comparison),
+    else sorted lexicographically and compared key by key.
+    """
+    n = len(keys[0][0])
+    starts = np.zeros(n, dtype=bool)
+    starts[:1] = True
+    if math.prod(max(size, 1) for _, size in keys) < 2**62:
+        packed = np.zeros(n, dtype=np.int64)
+        for codes, size in keys:
+            packed *= size
+            packed += codes
+        order = np.argsort(packed, kind="stable")
+        ordered = packed[order]
+        new_run = starts.copy()
+        new_run[1:] = ordered[1:] != ordered[:-1]
+        ordered //= math.prod(max(size, 1) for _, size in keys[split:])
+        new_setting = starts
+        new_setting[1:] = ordered[1:] != ordered[:-1]
+        return order, new_setting, new_run
+    order = np.lexsort([codes for codes, _ in reversed(keys)])
+    new_setting = starts
+    for codes, _ in keys[:split]:
+        ordered = codes[order]
+        new_setting[1:] |= ordered[1:] != ordered[:-1]
+    new_run = new_setting.copy()
+    for codes, _ in keys[split:]:
+        ordered = codes[order]
+        new_run[1:] |= ordered[1:] != ordered[:-1]
+    return order, new_setting, new_run
+
+
+def candidate_trials(
+    table: pa.Table, *, exhaustive: bool = False, rows: np.ndarray | None = None
+) -> pa.Table:
+    """The trials of every group that could hold a finding (``exhaustive``: of every group of two
+    runs or more), as columns :data:`TRIAL_COLUMNS`, ordered by setting, metric, date, run class
+    and position.
+
+    ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
+    codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
+    consider (whole recipes: a group is never cut), else all.
+    """
+    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
+    if rows is not None:
+        valid_prompt = valid_prompt & rows
+    empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
+    if not valid_prompt.any():
+        return empty
+    everything = bool(valid_prompt.all())
+    kept = None if everything else np.flatnonzero(valid_prompt)
+
+    def column_of(array: pa.ChunkedArray) -> np.ndarray:
+        values: np.ndarray = array.to_numpy(zero_copy_only=False)
+        return values if kept is None else values[kept]
+
+    def column(name: str) -> np.ndarray:
+        return column_of(table.column(name))
+
+    keys = []
+    for name in _KEYS:
+        if name in _CODES:  # already dense codes, in the order the groups are walked
+            codes = column(name).astype(np.int64)
+            keys.append((codes, int(codes.max()) + 1))
+        elif table.column(name).null_count == 0 and (
+            pa.types.is_integer(table.column(name).type) or pa.types.is_date32(table.column(name).type)
+        ):
+            array = table.column(name)
+            if pa.types.is_date32(array.type):
+                array = pc.cast(array, pa.int32())
+            keys.append(_integer_ranks(column_of(array)))
+        else:
+            keys.append(
+                _ranks(table.column(name) if kept is None else pc.take(table.column(name), from_numpy(kept)))
+            )
+    order, new_setting, new_run = _boundaries(keys, len(_SETTING))
+    del keys
+    # ``order`` indexes the kept rows; ``source_of`` the table.
+    source_of = order if kept is None else kept[order]
+    n = len(order)
+    setting_of_row = np.cumsum(new_setting) - 1
+    run_starts = np.flatnonzero(new_run)
+    run_sizes = np.diff(np.append(run_starts, n))
+    setting_of_run = setting_of_row[run_starts]
+    settings = int(setting_of_row[-1]) + 1
+
+    output_column = table.column("output_tokens")
+    output = pc.fill_null(output_column, _BIG).to_numpy(zero_copy_only=False)[source_of]
+    run_low = np.minimum.reduceat(output, run_starts)
+    output = pc.fill_null(output_column, _SMALL).to_numpy(zero_copy_only=False)[source_of]
+    run_high = np.maximum.reduceat(output, run_starts)
+    del output
+
+    picked: list[tuple[np.ndarray, int]] = []
+    for index, name in enumerate(METRICS):
+        if table.column(name).null_count == table.num_rows:
+            continue  # nobody measured it
+        values = table.column(name).to_numpy(zero_copy_only=False)[source_of]
+        valid = values > 0  # NaN (not measured) is not
+        if not valid.any():
+            continue
+        if valid.all():  # the usual case: the same sums without masking
+            logs = np.log(values)
+            count = run_sizes
+            mean = np.add.reduceat(logs, run_starts) / count
+            has = np.ones(len(count), dtype=bool)
+            deviation = logs - np.repeat(mean, run_sizes)
+        else:
+            logs = np.log(np.where(valid, values, 1.0))
+            count = np.add.reduceat(valid.astype(np.int64), run_starts)
+            total = np.add.reduceat(logs * valid, run_starts)
+            has = count > 0
+            mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
+            deviation = (logs - np.repeat(mean, run_sizes)) * valid
+        squares = np.add.reduceat(deviation * deviation, run_starts)
+        # The runs that measured this metric, grouped: runs are in setting order already.
+        measured = np.flatnonzero(has)
+        group = setting_of_run[measured]
+        starts = np.flatnonzero(np.diff(group, prepend=-1))
+        runs = np.diff(np.append(starts, len(group)))
+        dof = np.add.reduceat(count[measured] - 1, starts)
+        spread = np.add.reduceat(squares[measured], starts)
+        split = np.minimum.reduceat(run_low[measured], starts) < np.maximum.reduceat(
+            run_high[measured], starts
+        )
+        prior = PRIOR_DOF * SIGMA0 * SIGMA0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            variance = np.where(dof > 0, (prior + spread) / (PRIOR_DOF + dof), prior / (PRIOR_DOF + runs - 1))
+        threshold = SLACK * np.maximum(FLOOR, K * np.sqrt(variance))
+        chosen = (runs >= 2) & (exhaustive | split)
+        # No gap between neighbouring means exceeds the whole range: only groups whose range
+        # exceeds the band need their means sorted to find the widest gap.
+        means = mean[measured]
+        spans = np.maximum.reduceat(means, starts) - np.minimum.reduceat(means, starts)
+        open_groups = np.flatnonzero((runs >= 2) & ~chosen & (spans > threshold))
+        if len(open_groups):
+            members = np.repeat(np.isin(np.arange(len(starts)), open_groups), runs)
+            member_group = np.repeat(np.arange(len(starts)), runs)[members]
+            by_mean = np.lexsort((means[members], member_group))
+            sorted_group = member_group[by_mean]
+            gaps = np.diff(means[members][by_mean])
+            gaps[sorted_group[1:] != sorted_group[:-1]] = -np.inf
+            widest = np.full(len(starts), -np.inf)
+            np.maximum.at(widest, sorted_group[1:], gaps)
+            chosen |= widest > threshold
+        candidate = np.zeros(settings, dtype=bool)
+        candidate[group[starts[chosen]]] = True
+        if not candidate.any():
+            continue
+        positions = np.flatnonzero(valid & candidate[setting_of_row])
+        picked.append((positions, index))
+    if not picked:
+        return empty
+    positions = np.concatenate([p for p, _ in picked])
+    metric = np.concatenate([np.full(len(p), index, dtype=np.int32) for p, index in picked])
+    final = np.lexsort((positions, metric, setting_of_row[positions]))
+    positions, metric = positions[final], metric[final]
+    source = source_of[positions]
+    trials = pc.take(table.select(["pos", *_SETTING, "date", "run_class"]), from_numpy(source))
+    value = np.empty(len(source))
+    for index in np.unique(metric):
+        chosen = metric == index
+        picked_values = pc.take(table.column(METRICS[int(index)]), from_numpy(source[chosen]))
+        value[chosen] = picked_values.to_numpy(zero_copy_only=False)
+    return pa.table(
+        {
+            "metric": from_numpy(metric),
+            **{name: trials.column(name) for name in _SETTING},
+            "date": trials.column("date"),
+            "run_class": trials.column("run_class"),
+            "pos": trials.column("pos"),
+            "value": from_numpy(value),
+        }
+    )

@@ -1,0 +1,475 @@
+"""Findings of non-reproduction: runs of one recipe that disagree beyond the noise the data shows.
+
+Runs and settings
+    Rows of a recipe with the same date, node, engine_version, engine_build, flags and env (flags and
+    env compared after normalisation) form a *run*; its rows at one setting are *trials*. A *setting*
+    is hardware (through the node), prompt_tokens, context_tokens and concurrency, plus output_tokens
+    where both runs give it. Rows whose prompt length is not recorded are not comparable and never
+    take part; neither does a setting with a single run.
+
+Where the work happens (:mod:`builder.analysis.run_groups`)
+    :mod:`builder.analysis.candidates` sorts the rows into runs per (recipe, setting, metric) and computes
+    the run means and within-run sums of squares; only groups with two runs or more whose widest
+    gap between neighbouring run means could exceed the narrowest band the noise model allows
+    reach Python (an exact pre-filter: no finding is lost by it).
+
+Detection (:mod:`builder.analysis.noise` holds the noise model)
+    Runs split into groups that agree within the band. With one group nothing is flagged. Otherwise
+    the largest group (ties: the one whose first run is earliest) is the reference and every other
+    group departs from it, one finding each: a run that departs from a stable history before and
+    after it is flagged, and so is a step change (the later level departs from the earlier one).
+    Rises count as well as drops. ``change`` is the later side's median run value over the earlier
+    side's, minus one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and
+    itl_ms lower is better).
+
+Explanation (:mod:`builder.analysis.explain`)
+    The metadata that differs between the departing and the reference runs, with the differences a
+    control run rules out; "unexplained by the recorded metadata" when nothing is left.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from builder.analysis.explain import Explanation, Parsed, explain, fmt_value
+from builder.analysis.noise import Noise, Run, TrialDetails, detect
+from builder.analysis.run_groups import Combinations, candidate_runs
+from builder.content.models import LOWER_IS_BETTER, METRICS
+
+if TYPE_CHECKING:
+    from builder.data.load import Site
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:+.1f}%"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a finding: the runs of a group, summarised (each summary computed once)."""
+
+    runs: tuple[Run, ...]
+
+    @cached_property
+    def value(self) -> float:
+        return float(statistics.median(run.value for run in self.runs))
+
+    @cached_property
+    def first(self) -> dt.date:
+        return min(run.date for run in self.runs)
+
+    @cached_property
+    def dates(self) -> list[dt.date]:
+        return sorted({run.date for run in self.runs})
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "dates": [d.isoformat() for d in self.dates],
+            "value": round(self.value, 6),
+            "runs": len(self.runs),
+        }
+
+
+@dataclass
+class Finding:
+    """A result that does not reproduce: one group of runs departs from the reference group."""
+
+    recipe: str
+    metric: str
+    setting: dict[str, Any]
+    departing: Side
+    reference: Side
+    noise: Noise
+    explanation: Explanation
+    path: str
+    """Row file of the first departing run (where a pull request would be annotated)."""
+    line: int
+    annotation: dict[str, Any] | None = None
+    """The curator's entry from ``data/annotations.yaml``, once attached."""
+    ordinal: int = 1
+    """Tells apart findings of one setting whose departing runs start on the same date."""
+
+    kind = "non_reproducing"
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.metric in LOWER_IS_BETTER
+
+    @property
+    def earlier(self) -> Side:
+        return min((self.departing, self.reference), key=lambda s: (s.first, s is self.departing))
+
+    @property
+    def later(self) -> Side:
+        return self.departing if self.earlier is self.reference else self.reference
+
+    @property
+    def change(self) -> float:
+        """Relative change, later vs earlier."""
+        return self.later.value / self.earlier.value - 1.0
+
+    @property
+    def direction(self) -> str:
+        worse = self.change > 0 if self.lower_is_better else self.change < 0
+        return "worse" if worse else "better"
+
+    @property
+    def runs(self) -> list[tuple[Run, bool]]:
+        """Every run involved, by date, with whether it departs."""
+        return list(self._runs)
+
+    @cached_property
+    def _runs(self) -> tuple[tuple[Run, bool], ...]:
+        # Sorted once: pages, annotations and the JSON contract all walk the runs.
+        pairs = [(r, True) for r in self.departing.runs] + [(r, False) for r in self.reference.runs]
+        return tuple(sorted(pairs, key=lambda p: (p[0].date, p[0].node, p[0].value)))
+
+    @property
+    def row_ids(self) -> frozenset[int]:
+        return frozenset(i for run, _ in self.runs for i in run.row_ids)
+
+    @property
+    def is_open(self) -> bool:
+        return self.annotation is None
+
+    @property
+    def date(self) -> dt.date:
+        """The latest date among the runs involved (the finding exists since then)."""
+        return max(run.date for run, _ in self.runs)
+
+    @property
+    def id(self) -> str:
+        s = self.setting
+        parts = [
+            self.recipe,
+            self.metric,
+            s["hardware"],
+            f"p{s['prompt_tokens']}",
+            f"x{s['context_tokens']}",
+            f"c{s['concurrency']}",
+        ]
+        if s["output_tokens"] is not None:
+            parts.append(f"o{s['output_tokens']}")
+        parts.append(self.departing.first.isoformat())
+        if self.ordinal > 1:
+            parts.append(str(self.ordinal))
+        return "-".join(parts)
+
+    def setting_text(self) -> str:
+        s = self.setting
+        text = f"{s['prompt_tokens']:,}-token prompt, context {s['context_tokens']:,}, concurrency {s['concurrency']}"
+        if s["output_tokens"] is not None:
+            text += f", {s['output_tokens']:,} output tokens"
+        return text + f", on {s['hardware']}"
+
+    def summary(self) -> str:
+        earlier, later = self.earlier, self.later
+        return (
+            f"{self.metric} does not reproduce at {self.setting_text()}: "
+            f"{fmt_value(earlier.value)} ({_dates_text(earlier.dates)}) vs {fmt_value(later.value)} "
+            f"({_dates_text(later.dates)}), {_pct(self.change)} ({self.direction}); "
+            f"noise band ±{self.noise.relative * 100:.1f}% ({self.noise.source})"
+        )
+
+    def explanation_text(self) -> str:
+        exp = self.explanation
+        parts = []
+        if exp.explained_by:
+            parts.append(
+                "Differs between the runs: "
+                + "; ".join(f"{d.field} ({' vs '.join(d.values)})" for d in exp.explained_by)
+                + "."
+            )
+        else:
+            parts.append("Unexplained by the recorded metadata.")
+        parts.extend(f"{r.field} ruled out: {r.reason()}." for r in exp.ruled_out)
+        return " ".join(parts)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``check --format json`` contract for one finding."""
+        exp = self.explanation
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "recipe": self.recipe,
+            "metric": self.metric,
+            "lower_is_better": self.lower_is_better,
+            "setting": dict(self.setting),
+            "runs": [
+                {
+                    "date": run.date.isoformat(),
+                    "node": run.node,
+                    "engine_version": run.engine_version,
+                    "engine_build": run.engine_build,
+                    "flags": run.flags,
+                    "value": run.value,
+                    "trials": list(run.trials),
+                    "departs": departs,
+                }
+                for run, departs in self.runs
+            ],
+            "earlier": self.earlier.as_json(),
+            "later": self.later.as_json(),
+            "change": round(self.change, 4),
+            "direction": self.direction,
+            "band": round(self.noise.relative, 4),
+            "noise": self.noise.source,
+            "explained_by": [d.as_json() for d in exp.explained_by],
+            "ruled_out": [r.as_json() for r in exp.ruled_out],
+            "unrecorded": list(exp.unrecorded),
+            "explanation": self.explanation_text(),
+            "advice": list(exp.advice),
+            "summary": self.summary(),
+            "path": self.path,
+            "line": self.line,
+            "annotation": self.annotation,
+        }
+
+
+def _dates_text(dates: list[dt.date]) -> str:
+    if len(dates) == 1:
+        return dates[0].isoformat()
+    return f"{dates[0].isoformat()} to {dates[-1].isoformat()}, {len(dates)} dates"
+
+
+def _sub_settings(runs: list[Run]) -> list[tuple[int | None, list[Run]]]:
+    """Split by output_tokens where runs give different ones; a run that does not give it joins each."""
+    outputs = sorted({o for run in runs for o in run.outputs if o is not None})
+    if len(outputs) < 2:
+        return [(None, runs)]
+    subs: list[tuple[int | None, list[Run]]] = []
+    for wanted in outputs:
+        sub = []
+        for run in runs:
+            keep = [i for i, o in enumerate(run.outputs) if o is None or o == wanted]
+            if keep:
+                sub.append(run if len(keep) == len(run.trials) else run.restricted(keep))
+        if len(sub) >= 2:
+            subs.append((wanted, sub))
+    return subs
+
+
+def find_non_reproduction(
+    site: Site,
+    combos: Combinations | None = None,
+    *,
+    exhaustive: bool = False,
+    recipes: Collection[str] | None = None,
+) -> list[Finding]:
+    """Every finding of the site, in a stable order (recipe, metric, setting, date).
+
+    ``exhaustive`` walks every group in Python, skipping the pre-filter (for tests: the
+    results must be the same). ``recipes``: the findings of those recipes only, the same as
+    the whole site's findings of them (findings are computed per recipe).
+    """
+    by_group = candidate_runs(site, combos, exhaustive=exhaustive, recipes=recipes)
+    parsed = Parsed()
+    findings: list[Finding] = []
+    for (recipe, metric, hardware, prompt, context, concurrency), runs in by_group.items():
+        for output, sub in _sub_settings(runs):
+            groups, noise = detect(sub)
+            if len(groups) < 2:
+                continue
+            sides = [Side(tuple(sub[i] for i in g)) for g in groups]
+            reference = max(sides, key=lambda s: (len(s.runs), -s.first.toordinal()))
+            setting = {
+                "hardware": hardware,
+                "prompt_tokens": prompt,
+                "context_tokens": context,
+                "output_tokens": output,
+                "concurrency": concurrency,
+            }
+            for side in sorted(sides, key=lambda s: s.first):
+                if side is reference:
+                    continue
+                first = min(side.runs, key=lambda r: (r.date, r.node))
+                file_id, file_row = first.first_location
+                parsed_file = site.row_files[file_id]
+                findings.append(
+                    Finding(
+                        recipe=recipe,
+                        metric=metric,
+                        setting=setting,
+                        departing=side,
+                        reference=reference,
+                        noise=noise,
+                        explanation=explain(list(side.runs), list(reference.runs), parsed),
+                        path=parsed_file.source.rel,
+                        line=parsed_file.line_of(file_row),
+                    )
+                )
+    metric_order = {m: i for i, m in enumerate(METRICS)}
+    findings.sort(
+        key=lambda f: (
+            f.recipe,
+            metric_order[f.metric],
+            f.setting["hardware"],
+            f.setting["prompt_tokens"],
+            f.setting["context_tokens"],
+            f.setting["concurrency"],
+            f.setting["output_tokens"] or 0,
+            f.departing.first,
+            f.departing.value,
+        )
+    )
+    seen: dict[str, int] = {}
+    for finding in findings:
+        base = finding.id
+        seen[base] = seen.get(base, 0) + 1
+        finding.ordinal = seen[base]
+    return findings
+
+
+# --------------------------------------------------------------------------------------------------
+# Findings kept across builds (:mod:`builder.analysis.findings_memo`): a finding's runs read their trials'
+# metadata through a :class:`~builder.analysis.noise.TrialDetails` bound to the loaded rows, which neither
+# pickles nor survives a reload (row ids move when files come and go). Detached, a finding carries
+# its runs' trial metadata itself, rows named by (row file, row in file); restored, the row ids
+# are looked up again in the new site.
+
+
+class StoredTrials(TrialDetails):
+    """Where one run's trials are, kept with the run: ``rel`` (row file), ``in_file`` (place among
+    the file's rows) and ``file_row``; ``row_id`` and ``file_id`` are filled in from the site a
+    finding is restored into. The rest of the metadata is the run's summary (``Run._meta``)."""
+
+    def __init__(self, columns: dict[str, list[Any]]) -> None:
+        self.columns = columns
+
+    def column(self, name: str) -> list[Any]:
+        return self.columns[name]
+
+    def one(self, name: str, position: int) -> Any:
+        return self.columns[name][position]
+
+    def meta(self, index: int) -> None:
+        return None
+
+
+def _run_mapper(convert: Callable[[Run], Run]) -> Callable[[Run], Run]:
+    """``convert`` once per run: a run shared by sides and explanations stays one object."""
+    done: dict[int, Run] = {}
+
+    def mapped(run: Run) -> Run:
+        found = done.get(id(run))
+        if found is None:
+            found = done[id(run)] = convert(run)
+        return found
+
+    return mapped
+
+
+def _copy_finding(finding: Finding, run: Callable[[Run], Run]) -> Finding:
+    exp = finding.explanation
+    ruled = tuple(replace(r, control=run(r.control), departing=run(r.departing)) for r in exp.ruled_out)
+    return Finding(
+        recipe=finding.recipe,
+        metric=finding.metric,
+        setting=dict(finding.setting),
+        departing=Side(tuple(run(r) for r in finding.departing.runs)),
+        reference=Side(tuple(run(r) for r in finding.reference.runs)),
+        noise=finding.noise,
+        explanation=replace(exp, ruled_out=ruled),
+        path=finding.path,
+        line=finding.line,
+        annotation=None,
+        ordinal=finding.ordinal,
+    )
+
+
+class _FileSpans:
+    """Where each row file's rows are in ``site.rows`` (rows are ordered by file, then line)."""
+
+    def __init__(self, site: Site) -> None:
+        import numpy as np
+
+        self._np = np
+        self.file_of = {parsed.source.rel: i for i, parsed in enumerate(site.row_files)}
+        self.file_ids = site.rows.column("file_id").to_numpy()
+        self.file_rows = site.rows.column("file_row").to_numpy()
+        self.row_ids = site.rows.column("row_id").to_numpy()
+        self._starts: dict[int, int] = {}
+
+    def start(self, file_id: int) -> int:
+        found = self._starts.get(file_id)
+        if found is None:
+            found = self._starts[file_id] = int(self._np.searchsorted(self.file_ids, file_id, "left"))
+        return found
+
+
+def detach_findings(findings: Sequence[Finding], site: Site) -> list[Finding]:
+    """Copies of ``findings`` (annotations left out) that pickle and hold nothing of ``site``."""
+    spans = _FileSpans(site)
+    ids = spans.row_ids
+    # A row's id is its position in the table (so it is made); a table not so made is looked up.
+    dense = bool((ids == spans._np.arange(len(ids))).all())
+    position = None if dense else {int(row_id): at for at, row_id in enumerate(ids.tolist())}
+
+    def detached(run: Run) -> Run:
+        # Only where the rows are: the run's engine, flags, env, drivers and harnesses go along
+        # summarised (``_meta``), as the live run read them.
+        row_ids, file_ids = run._each("row_id"), run._each("file_id")
+        columns = {
+            "file_row": run._each("file_row"),
+            "rel": [site.row_files[i].source.rel for i in file_ids],
+            # Rows by their place among their file's rows: unchanged while the file is.
+            "in_file": [
+                (row_id if position is None else position[row_id]) - spans.start(file_id)
+                for row_id, file_id in zip(row_ids, file_ids, strict=True)
+            ],
+        }
+        copy = replace(run, details=StoredTrials(columns), positions=range(len(run.trials)), index=None)
+        copy.__dict__["_meta"] = run._meta  # as the live run summarised it
+        return copy
+
+    return [_copy_finding(f, _run_mapper(detached)) for f in findings]
+
+
+class StaleFindings(Exception):
+    """Detached findings name a row the site does not have: they must be computed again."""
+
+
+def restore_findings(detached: Sequence[Finding], site: Site) -> list[Finding]:
+    """Findings from :func:`detach_findings` (freshly unpickled: they are bound in place) bound to
+    ``site``: file ids and row ids looked up anew.
+
+    Raises :class:`StaleFindings` when a row they name is not where it was in its file (the
+    caller's key should have prevented that)."""
+    spans = _FileSpans(site)
+    done: set[int] = set()
+
+    def bind(run: Run) -> None:
+        if id(run) in done:
+            return
+        done.add(id(run))
+        assert isinstance(run.details, StoredTrials)
+        columns = run.details.columns
+        file_id_list: list[int] = []
+        row_id_list: list[int] = []
+        for rel, in_file, line in zip(columns["rel"], columns["in_file"], columns["file_row"], strict=True):
+            file_id = spans.file_of.get(rel)
+            if file_id is None:
+                raise StaleFindings(f"no row file {rel}")
+            at = spans.start(file_id) + in_file
+            if (
+                at >= len(spans.file_ids)
+                or int(spans.file_ids[at]) != file_id
+                or int(spans.file_rows[at]) != line
+            ):
+                raise StaleFindings(f"row {line} of {rel} moved")
+            file_id_list.append(file_id)
+            row_id_list.append(int(spans.row_ids[at]))
+        columns["file_id"], columns["row_id"] = file_id_list, row_id_list
+
+    for finding in detached:
+        for run in (*finding.departing.runs, *finding.reference.runs):
+            bind(run)
+        for ruled in finding.explanation.ruled_out:
+            bind(ruled.control)
+            bind(ruled.departing)
+    return list(detached)

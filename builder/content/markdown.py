@@ -1,0 +1,381 @@
+"""Markdown documents: front matter, body rendering and the troubleshooting FAQ.
+
+One :class:`Markdown` instance (one markdown-it parser) is built per build and reused for every page.
+Raw HTML is off and links go through markdown-it's ``validateLink`` (no ``javascript:``, ``data:``,
+``vbscript:``, ``file:``), so a body cannot inject markup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from builder.errors import ContentError
+from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+
+if TYPE_CHECKING:
+    from markdown_it.token import Token
+
+FAQ_HEADING = "troubleshooting"
+FORK_BODIES = 64
+"""From this many bodies to render, :meth:`Markdown.prerender` shares them with a forked child."""
+
+
+class Prerendering:
+    """Bodies rendered by two processes from the two ends of one list until they meet.
+
+    Two counters in memory shared with the forked child say how far each end has got: this
+    process claims the next body from the front, the child the next from the back, each by
+    moving its own counter before rendering, and each stops when the next body is one the other
+    has claimed. A counter read late only makes its reader render a body twice, never skip one,
+    and whatever neither sent back (a child that died) is rendered here at the end. A split
+    fixed in advance cannot know how long the child had alone (a first build starts it before
+    reconciling, ≈ 0.45 s).
+    """
+
+    def __init__(self, markdown: Markdown, items: list[tuple[str, str]], faq: bool) -> None:
+        self._markdown = markdown
+        self._items = items
+        self._faq = faq
+        self._shared: Any = None
+        self._child: Any = None
+        if len(items) < FORK_BODIES:
+            return
+        import mmap
+
+        from builder.engine.forked import Forked
+
+        self._shared = mmap.mmap(-1, 16)  # shared with the child: [front, back)
+        self._set(0, 0)
+        self._set(1, len(items))
+        self._child = Forked(self._from_back)
+
+    def _get(self, slot: int) -> int:
+        return int.from_bytes(self._shared[slot * 8 : slot * 8 + 8], "little")
+
+    def _set(self, slot: int, value: int) -> None:
+        self._shared[slot * 8 : slot * 8 + 8] = value.to_bytes(8, "little")
+
+    def _from_back(self) -> list[tuple[int, RenderedBody]]:
+        done = []
+        index = self._get(1) - 1
+        while index >= self._get(0):
+            self._set(1, index)
+            done.append((index, self._markdown._render(self._items[index][1], self._faq)))
+            index -= 1
+        return done
+
+    def finish(self) -> list[tuple[str, RenderedBody]]:
+        """Every body, rendered here or by the child, as (key, rendered)."""
+        items, render, faq = self._items, self._markdown._render, self._faq
+        rendered: dict[int, RenderedBody] = {}
+        child, self._child = self._child, None
+        try:
+            if child is None:
+                return [(key, render(body, faq)) for key, body in items]
+            index = 0
+            while index < self._get(1):
+                self._set(0, index + 1)
+                rendered[index] = render(items[index][1], faq)
+                index += 1
+        except BaseException:
+            if child is not None:
+                child.cancel()
+            raise
+        rendered.update(child.result())
+        self._shared.close()
+        return [
+            (key, rendered[i] if i in rendered else render(body, faq)) for i, (key, body) in enumerate(items)
+        ]
+
+    def cancel(self) -> None:
+        """Stop the child (the build failed before it needed the bodies)."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.cancel()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A content file split into front matter and body."""
+
+    rel: str
+    """Path relative to the site root, for messages."""
+    front: YamlDoc
+    """Parsed front matter with key lines relative to the front matter's first line."""
+    body: str
+    """Markdown after the closing ``---``."""
+    body_line: int
+    """File line on which the body starts."""
+    digest: str
+    """SHA-256 of the whole file, the key of render caches."""
+    body_keys: tuple[str, str] = ("", "")
+    """The body's :class:`Markdown` cache keys (without, with the FAQ taken out), made once when the
+    file is parsed: an edit build looks up 1,000 bodies, and hashing them each time cost ≈ 15 ms."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled for the load cache, the front matter as bytes of its own: once validated, it is
+        # only read to place an error, and an edit build restores 1,000 documents (a quarter of the
+        # time it took them, unpickled whole).
+        front = self.__dict__.get("_front_blob") if "front" not in self.__dict__ else None
+        if front is None:
+            front = pickle.dumps(self.front, protocol=pickle.HIGHEST_PROTOCOL)
+        return (_restore_document, (self.rel, front, self.body, self.body_line, self.digest, self.body_keys))
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for attributes not set: a restored document's front matter, on first use.
+        if name == "front":
+            blob = self.__dict__.get("_front_blob")
+            if blob is not None:
+                front = pickle.loads(blob)
+                object.__setattr__(self, "front", front)
+                return front
+        raise AttributeError(name)
+
+    def line_of(self, loc: tuple[str | int, ...]) -> int:
+        """File line of a front-matter key path (line 1, the opening ``---``, when unknown)."""
+        return self.front.line_of(loc, default=1)
+
+
+def _restore_document(
+    rel: str, front: bytes, body: str, body_line: int, digest: str, body_keys: tuple[str, str]
+) -> Document:
+    doc = object.__new__(Document)
+    doc.__dict__.update(
+        rel=rel, _front_blob=front, body=body, body_line=body_line, digest=digest, body_keys=body_keys
+    )
+    return doc
+
+
+def split_document(rel: str, text: str) -> Document:
+    """Split ``---`` front matter from the body; raise :class:`ContentError` with a line."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise ContentError("missing front matter: the file must start with a '---' line", rel, 1)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip("\r") == "---":
+            front_text = "\n".join(lines[1:index])
+            body = "\n".join(lines[index + 1 :])
+            break
+    else:
+        raise ContentError("front matter is not closed by a '---' line", rel, 1)
+    try:
+        front = load_yaml(front_text, first_line=2)
+    except YamlProblem as exc:
+        raise ContentError(exc.message, rel, exc.line) from None
+    if not isinstance(front.value, dict):
+        raise ContentError("front matter must be a mapping of keys to values", rel, 2)
+    return Document(
+        rel, front, body, index + 2, digest, (markdown_key(body, False), markdown_key(body, True))
+    )
+
+
+def markdown_key(body: str, faq: bool) -> str:
+    """The :class:`Markdown` cache key of a body, rendered with or without the FAQ taken out."""
+    return hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
+
+
+def slugify(text: str) -> str:
+    """A stable, readable anchor id for a heading."""
+    norm = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii").lower()
+    norm = re.sub(r"[^a-z0-9]+", "-", norm).strip("-")
+    return norm or "section"
+
+
+@dataclass(frozen=True)
+class FaqItem:
+    """One troubleshooting question and its rendered answer."""
+
+    question: str
+    anchor: str
+    answer_html: str
+    answer_text: str
+    answer_words: str = ""
+    """``answer_text`` with its whitespace collapsed, made once with the answer (the search records
+    use it in every build that indexes: collapsing 3,000 answers there cost ≈ 0.01 s)."""
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    anchor: str
+
+
+@dataclass(frozen=True)
+class RenderedBody:
+    """A body rendered to HTML, with the FAQ taken out of it."""
+
+    html: str
+    text: str
+    """The body as plain words (code included, the FAQ left out), whitespace collapsed to single spaces."""
+    headings: tuple[Heading, ...] = ()
+    faq: tuple[FaqItem, ...] = field(default_factory=tuple)
+
+
+def _inline_text(token: Token) -> str:
+    # Line breaks inside a paragraph are word breaks: without them "same\nnode" reads "samenode".
+    return "".join(
+        child.content if child.type in ("text", "code_inline") else " "
+        for child in token.children or []
+        if child.type in ("text", "code_inline", "softbreak", "hardbreak")
+    )
+
+
+class Markdown:
+    """The one markdown parser of a build, with a digest-keyed cache of rendered bodies."""
+
+    def __init__(self, cache: dict[str, RenderedBody] | None = None) -> None:
+        """``cache`` (digest → rendered body) may come from an earlier build: it is keyed by content."""
+        self._parser: Any = None
+        """Made when a body first needs rendering (:meth:`_md`): a build whose bodies all come from
+        the cache (a row file added) never imports markdown-it (≈ 0.03 s with its regexes)."""
+        self._cache: dict[str, RenderedBody] = {} if cache is None else cache
+        self.used: set[str] = set()
+        """Keys rendered or looked up by this build, so a kept cache can drop the rest."""
+        self._keys: dict[tuple[bool, str], str] = {}
+
+    def _key(self, source: str | Document, faq: bool) -> str:
+        if isinstance(source, Document) and source.body_keys[faq]:
+            return source.body_keys[faq]
+        body = _body(source)
+        # Pages and the FAQ index ask for the same bodies again and again: the digest of a body is
+        # looked up by the string itself (Python keeps a string's hash), not recomputed.
+        key = self._keys.get((faq, body))
+        if key is None:
+            key = self._keys[(faq, body)] = markdown_key(body, faq)
+        return key
+
+    def render(self, source: str | Document, *, faq: bool = False) -> RenderedBody:
+        """A body rendered (a document's: keyed by what its parse worked out)."""
+        key = self._key(source, faq)
+        self.used.add(key)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        result = self._render(_body(source), faq)
+        self._cache[key] = result
+        return result
+
+    def prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> None:
+        """Render every body not cached yet, shared with a forked child when there are many.
+
+        A cold build needs every recipe body before its pages (the FAQ index counts questions):
+        rendered one by one that is a second of one core while the other waits.
+        """
+        self.finish_prerender(self.start_prerender(bodies, faq=faq))
+
+    def start_prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> Prerendering:
+        """Begin rendering every body not cached yet: when there are many, a forked child starts on
+        them now, from the last; :meth:`finish_prerender` renders from the first until they meet.
+        A build starts this before its reconciliation, which leaves the other core idle."""
+        todo: dict[str, str] = {}
+        for source in bodies:
+            key = self._key(source, faq)
+            self.used.add(key)
+            if key not in self._cache:
+                todo.setdefault(key, _body(source))
+        return Prerendering(self, list(todo.items()), faq)
+
+    def finish_prerender(self, started: Prerendering) -> None:
+        """Render what the child has not taken, then take its bodies (:meth:`start_prerender`)."""
+        for key, rendered in started.finish():
+            self._cache[key] = rendered
+
+    @property
+    def cache(self) -> dict[str, RenderedBody]:
+        """Rendered bodies by digest of (mode, source)."""
+        return self._cache
+
+    def _md(self) -> Any:
+        if self._parser is None:
+            from markdown_it import MarkdownIt
+
+            self._parser = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
+                ["table", "strikethrough"]
+            )
+        return self._parser
+
+    def _render(self, body: str, faq: bool) -> RenderedBody:
+        tokens = self._md().parse(body)
+        used: set[str] = set()
+
+        def unique(anchor: str) -> str:
+            candidate, n = anchor, 2
+            while candidate in used:
+                candidate = f"{anchor}-{n}"
+                n += 1
+            used.add(candidate)
+            return candidate
+
+        headings: list[Heading] = []
+        faq_items: list[FaqItem] = []
+        main: list[Token] = []
+        index = 0
+        while index < len(tokens):
+            token = tokens[index]
+            if token.type == "heading_open":
+                level = int(token.tag[1])
+                text = _inline_text(tokens[index + 1])
+                if faq and level == 2 and text.strip().lower() == FAQ_HEADING:
+                    index = self._collect_faq(tokens, index + 3, faq_items, unique)
+                    continue
+                anchor = unique(slugify(text))
+                token.attrSet("id", anchor)
+                headings.append(Heading(level, text, anchor))
+            main.append(token)
+            index += 1
+        md = self._md()
+        html = md.renderer.render(main, md.options, {})
+        return RenderedBody(html, " ".join(_plain(main).split()), tuple(headings), tuple(faq_items))
+
+    def _collect_faq(self, tokens: list[Token], index: int, items: list[FaqItem], unique: Any) -> int:
+        """Gather ``###`` questions until the next ``##`` or higher; return where to resume."""
+        question: str | None = None
+        answer: list[Token] = []
+
+        def flush() -> None:
+            if question is not None:
+                md = self._md()
+                html = md.renderer.render(answer, md.options, {})
+                text = _plain(answer)
+                anchor = unique("faq-" + slugify(question))
+                items.append(FaqItem(question, anchor, html, text, " ".join(text.split())))
+
+        while index < len(tokens):
+            token = tokens[index]
+            if token.type == "heading_open" and int(token.tag[1]) <= 2:
+                break
+            if token.type == "heading_open" and token.tag == "h3":
+                flush()
+                question = _inline_text(tokens[index + 1]).strip()
+                answer = []
+                index += 3
+                continue
+            if question is not None:
+                answer.append(token)
+            index += 1
+        flush()
+        return index
+
+
+def _body(source: str | Document) -> str:
+    return source.body if isinstance(source, Document) else source
+
+
+def _plain(tokens: list[Token]) -> str:
+    parts: list[str] = []
+    for token in tokens:
+        if token.type == "inline":
+            parts.append(_inline_text(token))
+        elif token.type in ("fence", "code_block"):
+            parts.append(token.content)
+    return " ".join(p.strip() for p in parts if p.strip())

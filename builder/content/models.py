@@ -1,0 +1,308 @@
+"""The formats contributors write, as pydantic models.
+
+These models are the documentation of the formats: every field has a docstring, unknown keys are
+errors (a typo never drops data silently) and numbers are strict (``"12"`` is not 12). ``python -m
+builder schema`` exports them as JSON Schema for editors.
+
+Rows are validated in bulk by SQL in :mod:`builder.data.rows` for speed; :class:`Row` describes the same
+format and a property test keeps the two in agreement.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+SLUG_RE = re.compile(SLUG_PATTERN)
+
+Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=120)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+PositiveInt = Annotated[int, Field(gt=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        # Field docstrings become descriptions only where read: builder.content.docstrings.described().
+        populate_by_name=False,
+        defer_build=True,
+    )
+
+
+class HeadlineSetting(_Model):
+    """The benchmark setting whose figures lead a recipe page."""
+
+    prompt_tokens: PositiveInt
+    """Prompt length of the headline setting."""
+    concurrency: PositiveInt = 1
+    """Concurrent requests of the headline setting."""
+    context_tokens: Annotated[int, Field(ge=0)] = 0
+    """Prefix depth (tokens already in context) of the headline setting."""
+
+
+class RecipeMeta(_Model):
+    """Front matter of ``content/recipes/<slug>.md``: how to serve one checkpoint on one hardware."""
+
+    title: NonEmpty
+    """Page title, e.g. ``Qwen3.6 35B-A3B — NVIDIA NVFP4``."""
+    model: NonEmpty
+    """Base model id (``Qwen/Qwen3.6-35B-A3B``); recipes of one base model are compared on one page."""
+    checkpoint: NonEmpty
+    """The weights served: a hub id (``owner/name``) or, when no id is known, a description."""
+    hardware: Slug
+    """Hardware id (``dgx-spark``); nodes of this hardware produce the recipe's comparable rows."""
+    engine: NonEmpty
+    """Serving engine (``vllm``)."""
+    engine_version: NonEmpty
+    """Engine version the recipe is verified on, as a string (quote it: ``"0.24.0"``); ``unknown`` if not known."""
+    flags: str
+    """Serve flags as one string, exactly as typed; empty when the source does not record them."""
+    env: dict[str, str] = {}
+    """Environment variables set for the server, name to value."""
+    verified: dt.date | None = None
+    """Date the recipe was last verified end to end."""
+    contributors: list[NonEmpty] = []
+    """People or handles who contributed the recipe, as they sign."""
+    summary: str = ""
+    """One or two sentences shown in listings and meta descriptions."""
+    tags: list[NonEmpty] = []
+    """Free-form tags."""
+    requirements: list[NonEmpty] = []
+    """Hardware and software requirements, one item each."""
+    flag_notes: dict[str, str] = {}
+    """Flag name (``--kv-cache-dtype``) to a short reason, shown in the key-parameters table."""
+    headline: HeadlineSetting | None = None
+    """Setting whose figures lead the page; by default the most measured concurrency-1 setting."""
+    served_model: str | None = None
+    """Model id clients send in API calls, when it differs from ``checkpoint``."""
+    sources: list[NonEmpty] = []
+    """Where the recipe's facts come from (documents, URLs)."""
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"'{name}' is not a valid environment variable name")
+        return value
+
+
+class Arm(_Model):
+    """One arm of a case study."""
+
+    label: NonEmpty
+    """What the arm is, e.g. ``FP8`` or ``Unsloth NVFP4-Fast``."""
+    role: Literal["baseline", "comparison"]
+    """``baseline`` or ``comparison``."""
+    recipe: Slug | None = None
+    """Slug of the recipe the arm ran, or null when the site has no recipe for it."""
+
+
+class CaseStudyMeta(_Model):
+    """Front matter of ``content/case-studies/<slug>.md``: an experiment and its verdict."""
+
+    title: NonEmpty
+    """Page title."""
+    question: NonEmpty
+    """The question the experiment asks."""
+    verdict: NonEmpty
+    """The answer, in a sentence or two."""
+    date: dt.date
+    """Date of the experiment (see ``date_note`` when the source gives none)."""
+    date_note: str | None = None
+    """Why this date, when the source gives no exact one."""
+    outcome: str | None = None
+    """What happened to the recipes, e.g. ``Adopted into the recipe``."""
+    arms: Annotated[list[Arm], Field(min_length=1)]
+    """The arms compared, each with its role and recipe."""
+    summary: str = ""
+    """Shown in listings and meta descriptions."""
+    tags: list[NonEmpty] = []
+    """Free-form tags."""
+    sources: list[NonEmpty] = []
+    """Where the facts come from."""
+
+
+class PostMeta(_Model):
+    """Front matter of ``content/posts/<slug>.md``: a news post."""
+
+    title: NonEmpty
+    """Headline."""
+    date: dt.date
+    """Publication date (see ``date_note`` when the source gives none)."""
+    date_note: str | None = None
+    """Why this date, when the source gives no exact one."""
+    summary: str = ""
+    """Shown in listings, feeds and meta descriptions."""
+    tags: list[NonEmpty] = []
+    """Free-form tags."""
+    author: NonEmpty | None = None
+    """Author, only when the source names one."""
+    sources: list[NonEmpty] = []
+    """Where the facts come from."""
+
+
+class Hardware(_Model):
+    """An entry of ``data/hardware.yaml``."""
+
+    name: NonEmpty
+    """Display name, e.g. ``NVIDIA DGX Spark``."""
+    description: str = ""
+    """What distinguishes it (chip, memory)."""
+
+
+class Node(_Model):
+    """An entry of ``data/nodes.yaml``: one physical machine that produced rows."""
+
+    hardware: Slug
+    """Hardware id of the machine."""
+    description: str = ""
+    """Who runs it and how it is set up."""
+    driver: str | None = None
+    """GPU driver version installed, when known."""
+
+
+class Row(_Model):
+    """One measurement: a line of ``data/rows/**/*.csv`` or an object of ``*.jsonl``.
+
+    CSV header names equal these keys. In CSV an empty cell means "not measured" for metrics and
+    "not recorded" for optional text.
+    """
+
+    date: dt.date
+    """Day of the measurement, ``YYYY-MM-DD``."""
+    recipe: Slug
+    """Slug of the recipe the run was meant to follow."""
+    node: Slug
+    """Node id from ``data/nodes.yaml``."""
+    engine_version: NonEmpty
+    """Engine version the run reported (``unknown`` if not recorded)."""
+    prompt_tokens: PositiveInt | Literal["unknown"]
+    """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
+    concurrency: PositiveInt
+    """Concurrent requests (>= 1)."""
+    decode_tok_s: Metric | None = None
+    """Decode throughput of one stream, tokens/s."""
+    aggregate_tok_s: Metric | None = None
+    """Output throughput of all streams together, tokens/s."""
+    prefill_tok_s: Metric | None = None
+    """Prompt processing throughput, tokens/s."""
+    ttft_ms: Metric | None = None
+    """Time to first token, ms (lower is better)."""
+    itl_ms: Metric | None = None
+    """Inter-token latency, ms (lower is better)."""
+    engine: str | None = None
+    """Serving engine; defaults to the recipe's."""
+    flags: str | None = None
+    """Serve flags of the run as typed; empty = not recorded."""
+    env: str | None = None
+    """Environment of the run as ``K=V K2=V2``; empty = not recorded."""
+    output_tokens: PositiveInt | None = None
+    """Tokens generated per request."""
+    context_tokens: Annotated[int, Field(ge=0)] | None = None
+    """Prefix depth already in context before the prompt (default 0)."""
+    kv_pool_tokens: PositiveInt | None = None
+    """Tokens the KV cache pool holds."""
+    kv_tokens_per_gib: Metric | None = None
+    """KV cache tokens per GiB of pool."""
+    weights_gib: Metric | None = None
+    """Resident weight memory, GiB."""
+    engine_build: str | None = None
+    """Image digest or wheel commit: what a version string cannot tell apart."""
+    driver: str | None = None
+    """GPU driver version during the run."""
+    harness: str | None = None
+    """Benchmark tool that produced the figure."""
+    contributor: str | None = None
+    """Who ran it."""
+    source: str | None = None
+    """Where the figure comes from (a document, a URL, a log)."""
+    notes: str | None = None
+    """Anything a reader needs to interpret the figure."""
+
+
+METRICS: tuple[str, ...] = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms")
+"""Row fields that are measurements; a row needs at least one."""
+LOWER_IS_BETTER: frozenset[str] = frozenset({"ttft_ms", "itl_ms"})
+REQUIRED_ROW_FIELDS: tuple[str, ...] = (
+    "date",
+    "recipe",
+    "node",
+    "engine_version",
+    "prompt_tokens",
+    "concurrency",
+)
+ROW_FIELDS: tuple[str, ...] = tuple(Row.model_fields)
+INT_ROW_FIELDS: tuple[str, ...] = ("concurrency", "output_tokens", "context_tokens", "kv_pool_tokens")
+FLOAT_ROW_FIELDS: tuple[str, ...] = (*METRICS, "kv_tokens_per_gib", "weights_gib")
+TEXT_ROW_FIELDS: tuple[str, ...] = (
+    "engine",
+    "flags",
+    "env",
+    "engine_build",
+    "driver",
+    "harness",
+    "contributor",
+    "source",
+    "notes",
+)
+
+
+MetricName = Literal["decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms"]
+HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
+
+
+class AnnotationSetting(_Model):
+    """Narrows an annotation to findings at one setting; every key given must equal the finding's."""
+
+    hardware: Slug | None = None
+    """Hardware id of the setting."""
+    prompt_tokens: PositiveInt | None = None
+    """Prompt length of the setting."""
+    context_tokens: Annotated[int, Field(ge=0)] | None = None
+    """Prefix depth of the setting."""
+    output_tokens: PositiveInt | None = None
+    """Output length of the setting (only for findings whose setting gives it)."""
+    concurrency: PositiveInt | None = None
+    """Concurrency of the setting."""
+
+
+class Annotation(_Model):
+    """An entry of ``data/annotations.yaml``: a curator's reason attached to a finding of non-reproduction.
+
+    It applies to every finding of ``recipe`` that ``metric``, ``setting`` and ``date`` (each optional)
+    select. An entry that selects no finding is an error: it would explain nothing, silently.
+    """
+
+    recipe: Slug
+    """Slug of the recipe whose finding is explained."""
+    metric: MetricName | None = None
+    """Metric of the finding (``decode_tok_s``...); all metrics when omitted."""
+    setting: AnnotationSetting | None = None
+    """Setting of the finding; any setting when omitted."""
+    date: dt.date | None = None
+    """Date of one of the finding's runs; any date when omitted."""
+    status: Literal["acknowledged", "distribution_change", "upstream_issue"]
+    """``acknowledged`` (known, not yet explained), ``distribution_change`` (the weights or the
+    engine distribution changed under the same name) or ``upstream_issue`` (a known bug; give ``link``)."""
+    reason: NonEmpty
+    """The curator's explanation, shown with the finding."""
+    link: HttpUrl | None = None
+    """An http(s) URL: the upstream issue, a changelog, a discussion. Required for ``upstream_issue``."""
+    by: NonEmpty | None = None
+    """Who annotated it, as they sign."""
+    annotated: dt.date | None = None
+    """When the annotation was written."""
+
+    @model_validator(mode="after")
+    def _upstream_needs_link(self) -> Annotation:
+        if self.status == "upstream_issue" and self.link is None:
+            raise ValueError("an 'upstream_issue' annotation needs a 'link' to the issue")
+        return self

@@ -1,0 +1,379 @@
+"""Load parsed rows into DuckDB, checking every cell in bulk.
+
+The parsed rows arrive as one all-string Arrow table. One SQL pass computes, per row, the list of
+problems (type, range, date validity, unknown recipe or node, no metric); rows without problems are
+cast into the typed ``rows`` table. Nothing is coerced: a cell either matches its exact textual form
+or is reported, so the typed table holds exactly the values written in the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
+from builder.data import arrow_compute as pc
+from builder.data.arrays import from_numpy
+from builder.data.rowfile import take_rows
+from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
+from builder.errors import Problems
+
+if TYPE_CHECKING:
+    import duckdb  # the caller's connection; importing it here would cost builds that validate nothing
+
+_INT_RE = r"^[0-9]+$"
+_FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+_INT_MIN = {"concurrency": 1, "output_tokens": 1, "context_tokens": 0, "kv_pool_tokens": 1}
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _blank(col: str) -> str:
+    return f"coalesce({col}, '') = ''"
+
+
+def _int_check(col: str, minimum: int) -> str:
+    return f"""CASE WHEN {_blank(col)} THEN NULL
+        WHEN NOT regexp_full_match({col}, '{_INT_RE}')
+            THEN '{col} must be a whole number >= {minimum}, not ''' || {col} || ''''
+        WHEN TRY_CAST({col} AS BIGINT) IS NULL THEN '{col} ''' || {col} || ''' is too large'
+        WHEN CAST({col} AS BIGINT) < {minimum} THEN '{col} must be >= {minimum}, not ' || {col}
+        END"""
+
+
+def _float_check(col: str) -> str:
+    return f"""CASE WHEN {_blank(col)} THEN NULL
+        WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE)) THEN NULL
+        WHEN regexp_full_match({col}, '^[0-9]+,[0-9]+$')
+            THEN '{col} ''' || {col} || ''' uses a decimal comma; write a point'
+        WHEN regexp_full_match(lower({col}), '^[+-]?(nan|inf|infinity)$')
+            THEN '{col} must be a finite number, not ''' || {col} || ''''
+        WHEN starts_with({col}, '-') THEN '{col} must be >= 0, not ' || {col}
+        ELSE '{col} must be a number, not ''' || {col} || '''' END"""
+
+
+def _value_checks() -> list[tuple[str, str]]:
+    """Checks that read one cell (and whether its recipe or node exists), as (column, SQL)."""
+    checks: list[tuple[str, str]] = [
+        (
+            "date",
+            f"""CASE WHEN {_blank("date")} THEN NULL
+        WHEN NOT regexp_full_match(date, '{_DATE_RE}')
+            THEN 'date \'\'\' || date || \'\'\' is not an ISO date (YYYY-MM-DD)'
+        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
+        ),
+        (
+            "prompt_tokens",
+            f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
+        WHEN NOT regexp_full_match(prompt_tokens, '{_INT_RE}')
+            THEN 'prompt_tokens must be a whole number > 0 (or unknown), not \'\'\' || prompt_tokens || \'\'\'\'
+        WHEN TRY_CAST(prompt_tokens AS BIGINT) IS NULL THEN 'prompt_tokens is too large'
+        WHEN CAST(prompt_tokens AS BIGINT) < 1 THEN 'prompt_tokens must be > 0, not ' || prompt_tokens
+        END""",
+        ),
+    ]
+    checks.extend((col, _int_check(col, _INT_MIN[col])) for col in INT_ROW_FIELDS)
+    checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
+    checks.append(
+        (
+            "recipe",
+            f"CASE WHEN NOT {_blank('recipe')} AND NOT recipe_ok "
+            "THEN 'unknown recipe ''' || recipe || ''' (no content/recipes/' || recipe || '.md)' END",
+        )
+    )
+    checks.append(
+        (
+            "node",
+            f"CASE WHEN NOT {_blank('node')} AND NOT node_ok "
+            "THEN 'unknown node ''' || node || ''' (not in data/nodes.yaml)' END",
+        )
+    )
+    return checks
+
+
+def _checks() -> list[str]:
+    """Each check yields NULL or ``column<US>message``; the column lets known problems be dropped."""
+    all_blank = " AND ".join(_blank(c) for c in REQUIRED_ROW_FIELDS)
+    checks: list[tuple[str, str]] = [("", f"CASE WHEN {all_blank} THEN 'blank line' END")]
+    for col in REQUIRED_ROW_FIELDS:
+        checks.append(
+            (
+                col,
+                f"CASE WHEN {_blank(col)} AND NOT ({all_blank}) THEN 'missing required value for {col}' END",
+            )
+        )
+    checks.extend(_value_checks())
+    checks.append(
+        (
+            "",
+            f"CASE WHEN {' AND '.join(_blank(c) for c in METRICS)} AND NOT ({_blank('date')} "
+            f"AND {_blank('recipe')}) THEN 'no metric: give at least one of {', '.join(METRICS)}' END",
+        )
+    )
+    return [f"'{col}' || chr(31) || ({sql})" for col, sql in checks]
+
+
+def _ok() -> str:
+    """A cheap predicate that is true for a valid row; messages are built only for the others."""
+    parts = [f"NOT {_blank(c)}" for c in REQUIRED_ROW_FIELDS]
+    parts.append(f"regexp_full_match(date, '{_DATE_RE}') AND TRY_CAST(date AS DATE) IS NOT NULL")
+    parts.append(
+        f"(prompt_tokens = 'unknown' OR (regexp_full_match(prompt_tokens, '{_INT_RE}') "
+        "AND coalesce(TRY_CAST(prompt_tokens AS BIGINT) >= 1, false)))"
+    )
+    for col in INT_ROW_FIELDS:
+        parts.append(
+            f"({_blank(col)} OR (regexp_full_match({col}, '{_INT_RE}') "
+            f"AND coalesce(TRY_CAST({col} AS BIGINT) >= {_INT_MIN[col]}, false)))"
+        )
+    for col in FLOAT_ROW_FIELDS:
+        parts.append(
+            f"({_blank(col)} OR (regexp_full_match({col}, '{_FLOAT_RE}') "
+            f"AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)))"
+        )
+    parts.append("recipe_ok AND node_ok")
+    parts.append("NOT (" + " AND ".join(_blank(c) for c in METRICS) + ")")
+    return " AND ".join(parts)
+
+
+_VALIDATE_SQL = f"""
+WITH marked AS (
+    SELECT *, recipe IN (SELECT slug FROM _recipes) AS recipe_ok, node IN (SELECT id FROM _nodes) AS node_ok
+    FROM raw
+), failing AS (
+    SELECT * FROM marked WHERE NOT coalesce({_ok()}, false)
+)
+SELECT _file, _row, unnest(errs) AS message FROM (
+    SELECT _file, _row, list_filter([{", ".join(_checks())}], lambda x: x IS NOT NULL) AS errs FROM failing
+) WHERE len(errs) > 0
+ORDER BY _file, _row
+"""
+
+
+_TEXT = ("engine", "flags", "env", "engine_build", "driver", "harness", "contributor", "source", "notes")
+
+# Columns whose distinct values are few (dates, references, settings): each distinct value is
+# checked once by the SQL above. Metrics are as many as rows: they get a vectorised test instead.
+_BY_VALUE = ("date", "recipe", "node", "engine_version", "prompt_tokens", *INT_ROW_FIELDS)
+
+
+def _as_null(column: pa.ChunkedArray, *texts: str) -> pa.ChunkedArray:
+    """Cells equal to one of ``texts`` become nulls ("not measured" / "not recorded").
+
+    The strings are not copied: each chunk gets a new validity bitmap over its own buffers.
+    """
+    chunks = []
+    for chunk in column.chunks:
+        drop = pc.equal(chunk, texts[0])
+        for text in texts[1:]:
+            drop = pc.or_(drop, pc.equal(chunk, text))
+        drop = pc.fill_null(drop, False)
+        if not pc.any(drop).as_py():
+            chunks.append(chunk)
+        elif chunk.offset:
+            chunks.append(pc.if_else(drop, pa.scalar(None, pa.string()), chunk))
+        else:
+            valid = pc.and_not(pc.is_valid(chunk), drop)
+            _, offsets, data = chunk.buffers()
+            chunks.append(pa.StringArray.from_buffers(len(chunk), offsets, data, valid.buffers()[1]))
+    return pa.chunked_array(chunks, pa.string())
+
+
+def _typed_table(raw: pa.Table) -> pa.Table:
+    """Cast validated string columns to their types with Arrow kernels (no Python loop).
+
+    Text columns share the parsed table's buffers (only validity bitmaps are new).
+    """
+    out: dict[str, pa.ChunkedArray | pa.Array] = {
+        "file_id": raw.column("_file"),
+        "file_row": raw.column("_row"),
+        "date": pc.cast(raw.column("date"), pa.date32()),
+        "recipe": raw.column("recipe"),
+        "node": raw.column("node"),
+        "engine_version": raw.column("engine_version"),
+        "prompt_tokens": pc.cast(_as_null(raw.column("prompt_tokens"), "unknown"), pa.int64()),
+        "concurrency": pc.cast(raw.column("concurrency"), pa.int64()),
+    }
+    for col in METRICS:
+        out[col] = pc.cast(_as_null(raw.column(col), ""), pa.float64())
+    for col in _TEXT[:3]:
+        out[col] = _as_null(raw.column(col), "")
+    out["output_tokens"] = pc.cast(_as_null(raw.column("output_tokens"), ""), pa.int64())
+    out["context_tokens"] = pc.fill_null(pc.cast(_as_null(raw.column("context_tokens"), ""), pa.int64()), 0)
+    out["kv_pool_tokens"] = pc.cast(_as_null(raw.column("kv_pool_tokens"), ""), pa.int64())
+    out["kv_tokens_per_gib"] = pc.cast(_as_null(raw.column("kv_tokens_per_gib"), ""), pa.float64())
+    out["weights_gib"] = pc.cast(_as_null(raw.column("weights_gib"), ""), pa.float64())
+    for col in _TEXT[3:]:
+        out[col] = _as_null(raw.column(col), "")
+    table = pa.table(out)
+    return table.add_column(0, "row_id", from_numpy(np.arange(table.num_rows, dtype=np.int32)))
+
+
+def ingest_rows(
+    con: duckdb.DuckDBPyConnection,
+    parsed: Sequence[ParsedFile],
+    raw: pa.Table,
+    recipes: Sequence[str],
+    nodes: Sequence[str],
+    problems: Problems,
+) -> pa.Table:
+    """Validate ``raw``; register and return the typed ``rows`` table of the rows that passed."""
+    typed = validate_rows(con, parsed, raw, recipes, nodes, problems)
+    # The typed Arrow table is queried in place (no copy into DuckDB's storage); exports copy it.
+    con.register("rows", typed)
+    return typed
+
+
+def empty_typed_table() -> pa.Table:
+    """The ``rows`` table of a site without rows."""
+    names = [*(f.name for f in STRING_SCHEMA_FIELDS)]
+    raw = pa.table({name: pa.array([], pa.string()) for name in names})
+    raw = raw.append_column("_file", pa.array([], pa.int32())).append_column("_row", pa.array([], pa.int32()))
+    return _typed_table(raw)
+
+
+def _blank_cells(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.fill_null(pc.equal(column, ""), True)
+
+
+def _dictionary(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    # One dictionary for every chunk (the encoder's memo table is shared; unify makes sure).
+    return pc.dictionary_encode(column).unify_dictionaries()
+
+
+def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray], rows: int) -> np.ndarray:
+    """Per row, whether the value checks of every :data:`_BY_VALUE` column pass: each distinct value
+    (``encoded``: the columns dictionary-encoded) is checked once, all columns in one SQL query."""
+    refs = {
+        "recipe": "recipe IN (SELECT slug FROM _recipes) AS recipe_ok",
+        "node": "node IN (SELECT id FROM _nodes) AS node_ok",
+    }
+    selects: list[str] = []
+    dictionaries: list[pa.Array] = []
+    for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
+        values = codes.chunk(0).dictionary if codes.num_chunks else pa.array([], pa.string())
+        dictionaries.append(values)
+        con.register(
+            f"_values{number}",
+            pa.table({column: values, "_i": from_numpy(np.arange(len(values), dtype=np.int32))}),
+        )
+        conditions = [f"({sql}) IS NULL" for col, sql in _value_checks() if col == column]
+        if column in REQUIRED_ROW_FIELDS:
+            conditions.append(f"NOT {_blank(column)}")
+        extra = f", {refs[column]}" if column in refs else ""
+        selects.append(
+            f"SELECT {number} AS c, _i FROM (SELECT *{extra} FROM _values{number}) WHERE {' AND '.join(conditions)}"
+        )
+    try:
+        good = con.execute(" UNION ALL ".join(selects)).fetchnumpy()
+    finally:
+        for number in range(len(_BY_VALUE)):
+            con.unregister(f"_values{number}")
+    ok = np.ones(rows, dtype=bool)
+    for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
+        if not codes.num_chunks:
+            continue
+        size = len(dictionaries[number])
+        # The last slot stands for a null cell (column absent from its file): as good as an empty one.
+        flags = np.zeros(size + 1, dtype=bool)
+        flags[np.asarray(good["_i"][good["c"] == number], dtype=np.int64)] = True
+        flags[size] = column not in REQUIRED_ROW_FIELDS
+        indices = pa.chunked_array([chunk.indices for chunk in codes.chunks])
+        ok &= flags[pc.fill_null(indices, size).to_numpy()]
+    return ok
+
+
+def _number_ok(column: pa.ChunkedArray) -> np.ndarray:
+    """Blank, or digits with at most one point and fewer than 300 characters (a finite double): a
+    subset of what the float check accepts, so a row it passes is valid; others go to the SQL."""
+    digits = pc.ascii_is_decimal(pc.replace_substring(column, ".", "", max_replacements=1))
+    short = pc.less(pc.binary_length(column), 300)
+    ok: np.ndarray = pc.or_(_blank_cells(column), pc.fill_null(pc.and_(digits, short), False)).to_numpy()
+    return ok
+
+
+def _metric_given(raw: pa.Table) -> np.ndarray:
+    given = np.zeros(raw.num_rows, dtype=bool)
+    for column in METRICS:
+        given |= ~_blank_cells(raw.column(column)).to_numpy()
+    return given
+
+
+def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor) -> np.ndarray:
+    """Rows every check passes, found without building a message: the SQL below then runs only on
+    the others (none, usually). Only ever errs towards suspecting a valid row.
+
+    The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
+    """
+    numbers = [pool.submit(_number_ok, raw.column(column)) for column in FLOAT_ROW_FIELDS]
+    given = pool.submit(_metric_given, raw)
+    encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
+    ok = _values_ok(con, encoded, raw.num_rows)
+    for future in numbers:
+        ok &= future.result()
+    ok &= given.result()
+    return ok
+
+
+def _typed_if_valid(raw: pa.Table) -> pa.Table | None:
+    """The typed table, or None when a cell does not cast (it then has a problem to report)."""
+    try:
+        return _typed_table(raw)
+    except pa.ArrowInvalid:
+        return None
+
+
+def validate_rows(
+    con: duckdb.DuckDBPyConnection,
+    parsed: Sequence[ParsedFile],
+    raw: pa.Table,
+    recipes: Sequence[str],
+    nodes: Sequence[str],
+    problems: Problems,
+) -> pa.Table:
+    """Check every cell of ``raw``; return the typed rows that passed, in order.
+
+    A vectorised pass finds the rows that certainly pass; the SQL that builds messages runs on
+    the rest only, so the messages are those of checking every row in SQL.
+    """
+    con.register("_recipes", pa.table({"slug": pa.array(list(recipes), pa.string())}))
+    con.register("_nodes", pa.table({"id": pa.array(list(nodes), pa.string())}))
+    try:
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            # Cast while checking: when every row passes (the usual case) this is the result.
+            typed = pool.submit(_typed_if_valid, raw)
+            passing = _passing_rows(con, raw, pool)
+            suspects = np.flatnonzero(~passing)
+            bad: list[tuple[int, int, str]] = []
+            if len(suspects):
+                con.register("raw", take_rows(raw, from_numpy(suspects)))
+                try:
+                    bad = con.execute(_VALIDATE_SQL).fetchall()
+                finally:
+                    con.unregister("raw")
+            speculative = typed.result()
+    finally:
+        for name in ("_recipes", "_nodes"):
+            con.unregister(name)
+    for file_index, row, tagged in bad:
+        item = parsed[file_index]
+        column, _, message = tagged.partition("\x1f")
+        if (row, column) in item.reported:
+            continue
+        problems.error(item.source.rel, item.line_of(row), message)
+    if not bad and speculative is not None:
+        return speculative
+    if bad:
+        key = raw.column("_file").to_numpy().astype(np.int64) << 32 | raw.column("_row").to_numpy()
+        failed = np.unique(np.array([(f << 32) | r for f, r, _ in bad], dtype=np.int64))
+        keep = passing | ~np.isin(key, failed)
+        raw = pc.filter(raw, pa.array(keep))
+    return _typed_table(raw)

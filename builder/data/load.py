@@ -1,0 +1,520 @@
+"""Stage 1-3: load, validate and ingest everything into a :class:`Site`, rendering nothing.
+
+Every problem is collected into a :class:`~builder.errors.Problems` accumulator; the caller decides
+whether to abort (``build``) or to report (``check``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from builder.config import SiteConfig
+from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
+from builder.content.markdown import Document, split_document
+from builder.content.models import (
+    SLUG_RE,
+    CaseStudyMeta,
+    Hardware,
+    Node,
+    PostMeta,
+    RecipeMeta,
+)
+from builder.engine.forked import Forked
+from builder.errors import BuilderError, Problems
+from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+
+# The row stages (numpy, Arrow, DuckDB) are imported by load_site: importing this module stays
+# light, so ``check`` can start the content load (start_content_load) before those imports.
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from builder.data.loadcache import LoadCache, PageEntry
+    from builder.data.rows import ParsedFile, RowFile
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Page(Generic[M]):
+    """A content file with validated front matter."""
+
+    slug: str
+    doc: Document
+    meta: M
+
+
+@dataclass(frozen=True)
+class Recipe(Page[RecipeMeta]):
+    flags: dict[str, FlagValue] = field(default_factory=dict)
+    """Normalised serve flags, for reconciliation."""
+
+
+CaseStudy = Page[CaseStudyMeta]
+Post = Page[PostMeta]
+
+
+@dataclass
+class Site:
+    """Everything loaded and validated; the input of every later stage."""
+
+    config: SiteConfig
+    hardware: dict[str, Hardware]
+    nodes: dict[str, Node]
+    recipes: dict[str, Recipe]
+    case_studies: dict[str, CaseStudy]
+    posts: dict[str, Post]
+    row_files: list[ParsedFile]
+    rows: pa.Table
+    _con: duckdb.DuckDBPyConnection | None
+    """See :attr:`con`; ``None`` until first used."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Results of later stages (reconciliation), keyed by stage name."""
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection with ``rows`` registered, opened on first use: a cached build whose
+        changes need no query (an edited recipe body) never imports DuckDB (≈ 0.1 s)."""
+        if self._con is None:
+            import duckdb
+
+            self._con = duckdb.connect()
+            self._con.register("rows", self.rows)
+        return self._con
+
+    def close_connection(self) -> None:
+        """Close the connection if one is open (before a fork: DuckDB is not fork-safe)."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def hardware_name(self, hardware_id: str) -> str:
+        entry = self.hardware.get(hardware_id)
+        return entry.name if entry else hardware_id
+
+    def node_hardware(self) -> dict[str, str]:
+        """Node id → its hardware id."""
+        return {name: node.hardware for name, node in self.nodes.items()}
+
+
+def pydantic_problems(
+    exc: ValidationError,
+    rel: str,
+    line_of: Callable[[tuple[Any, ...]], int],
+    problems: Problems,
+    prefix: str = "",
+) -> None:
+    """Turn pydantic's errors into located, readable problems."""
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(str(part) for part in loc)
+        kind = err["type"]
+        if kind == "missing":
+            message = f"missing required key '{key}'"
+        elif kind == "extra_forbidden":
+            message = f"unknown key '{key}'"
+        else:
+            shown = err.get("input")
+            text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
+            message = f"'{key}': {err['msg']} (got {text[:80]})"
+        problems.error(rel, line_of(loc), prefix + message)
+
+
+def _load_yaml_mapping(
+    path: Path, rel: str, model: type[M], problems: Problems, *, required: bool, known: set[str] | None = None
+) -> dict[str, M]:
+    """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
+    if not path.is_file():
+        if required:
+            problems.error(rel, None, "file is missing")
+        return {}
+    try:
+        doc = load_yaml(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        problems.error(rel, None, "not valid UTF-8")
+        return {}
+    except YamlProblem as exc:
+        problems.error(rel, exc.line, exc.message)
+        return {}
+    for dup in doc.duplicates:
+        problems.error(rel, dup.line, dup.message)
+    if doc.value is None:
+        return {}
+    if not isinstance(doc.value, dict):
+        problems.error(rel, 1, "must be a mapping of ids to entries")
+        return {}
+    out: dict[str, M] = {}
+    for key, value in doc.value.items():
+        key_s = str(key)
+        if known is not None:
+            known.add(key_s)
+        if not SLUG_RE.match(key_s):
+            problems.error(
+                rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'"
+            )
+            continue
+        try:
+            out[key_s] = model.model_validate(value)
+        except ValidationError as exc:
+            pydantic_problems(
+                exc, rel, functools.partial(_entry_line, doc, key), problems, prefix=f"'{key_s}': "
+            )
+    return out
+
+
+def _entry_line(doc: YamlDoc, key: Any, loc: tuple[Any, ...]) -> int:
+    """File line of ``loc`` inside the entry ``key`` of a YAML mapping."""
+    return doc.line_of((key, *loc))
+
+
+def _load_pages(
+    root: Path,
+    folder: str,
+    model: type[M],
+    problems: Problems,
+    make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
+    known: set[str] | None = None,
+    cache: LoadCache | None = None,
+    scanned: Mapping[str, bytes] | None = None,
+) -> dict[str, Page[M]]:
+    """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not.
+
+    ``make(problems)`` gives the function that turns a validated document into its page. With a
+    ``cache``, a file whose bytes are unchanged is not parsed again: its page and problems return;
+    with ``scanned`` (content hashes by path, from the build's scan of its inputs) such a file is
+    not even read.
+    """
+    directory = root / "content" / folder
+    pages: dict[str, Page[M]] = {}
+    if not directory.is_dir():
+        return pages
+    names, others = _content_files(directory)
+    for name in names:
+        rel = f"content/{folder}/{name}"
+        path = directory / name
+        slug = os.path.splitext(name)[0]
+        if known is not None:
+            known.add(slug)
+        if not SLUG_RE.match(slug):
+            problems.error(
+                rel,
+                None,
+                f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
+            )
+            continue
+        digest = scanned.get(rel) if scanned is not None else None
+        entry = cache.known_page(rel, digest) if cache is not None and digest is not None else None
+        if entry is not None:
+            page = entry.page
+            problems.errors.extend(entry.errors)
+        elif cache is None:
+            page = _load_page(rel, slug, path.read_bytes(), model, problems, make=make)
+        else:
+            data = path.read_bytes()
+            entry = cache.page(rel, data, functools.partial(_load_page, rel, slug, data, model, make=make))
+            page = entry.page
+            problems.errors.extend(entry.errors)
+        if page is not None:
+            pages[slug] = page
+    for other in others:
+        problems.warn(f"content/{folder}/{other}", None, "ignored: content files end in .md")
+    return pages
+
+
+def _content_files(directory: Path) -> tuple[list[str], list[str]]:
+    """Names of the ``*.md`` entries of ``directory``, and the relative paths of every other file
+    under it (which are ignored, with a warning), each sorted as paths sort."""
+    names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".md"))
+    others: list[list[str]] = []
+    for folder, _dirs, files in os.walk(directory):
+        prefix = os.path.relpath(folder, directory)
+        for name in files:
+            if os.path.splitext(name)[1] != ".md" and os.path.isfile(os.path.join(folder, name)):
+                others.append(name.split("/") if prefix == "." else [*prefix.split(os.sep), name])
+    return names, ["/".join(parts) for parts in sorted(others)]
+
+
+def _load_page(
+    rel: str,
+    slug: str,
+    data: bytes,
+    model: type[M],
+    problems: Problems,
+    *,
+    make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
+) -> Page[M] | None:
+    try:
+        # Universal newlines, as reading in text mode gives.
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        doc = split_document(rel, text)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        problems.error(rel, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8")
+        return None
+    except BuilderError as exc:
+        problems.add(exc)
+        return None
+    for dup in doc.front.duplicates:
+        problems.error(rel, dup.line, dup.message)
+    try:
+        meta = model.model_validate(doc.front.value)
+    except ValidationError as exc:
+        pydantic_problems(exc, rel, doc.line_of, problems)
+        return None
+    return make(problems)(slug, doc, meta)
+
+
+def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
+    def make(slug: str, doc: Document, meta: RecipeMeta) -> Recipe:
+        try:
+            flags = flag_map(meta.flags)
+        except FlagSyntaxError as exc:
+            problems.error(doc.rel, doc.line_of(("flags",)), str(exc))
+            flags = {}
+        return Recipe(slug, doc, meta, flags)
+
+    return make
+
+
+def _plain_page(problems: Problems) -> Callable[[str, Document, Any], Page[Any]]:
+    del problems
+    return Page
+
+
+def _check_references(site: Site, problems: Problems) -> None:
+    if site.hardware:
+        for slug, recipe in site.recipes.items():
+            if recipe.meta.hardware not in site.hardware:
+                problems.error(
+                    recipe.doc.rel,
+                    recipe.doc.line_of(("hardware",)),
+                    f"unknown hardware '{recipe.meta.hardware}' (not in data/hardware.yaml)",
+                )
+            del slug
+        for node_id, node in site.nodes.items():
+            if node.hardware not in site.hardware:
+                problems.error(
+                    "data/nodes.yaml",
+                    None,
+                    f"'{node_id}': unknown hardware '{node.hardware}' (not in data/hardware.yaml)",
+                )
+    for case in site.case_studies.values():
+        for index, arm in enumerate(case.meta.arms):
+            if arm.recipe is not None and arm.recipe not in site.recipes:
+                problems.error(
+                    case.doc.rel,
+                    case.doc.line_of(("arms", index, "recipe")),
+                    f"unknown recipe '{arm.recipe}' (no content/recipes/{arm.recipe}.md)",
+                )
+
+
+def _check_row_strings(
+    site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
+) -> None:
+    """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever with ``memo``)."""
+    from builder.data import arrow_compute as pc
+
+    memo = {} if memo is None else memo
+    for column, parse in (("flags", flag_map), ("env", parse_env)):
+        # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
+        distinct = pc.drop_null(pc.unique(site.rows.column(column))).to_pylist()
+        bad: dict[str, str] = {}
+        for value in distinct:
+            key = (column, value)
+            if key not in memo:
+                try:
+                    parse(value)
+                    memo[key] = None
+                except FlagSyntaxError as exc:
+                    memo[key] = str(exc)
+            error = memo[key]
+            if error is not None:
+                bad[value] = error
+        if not bad:
+            continue
+        hits = site.con.execute(
+            f"SELECT file_id, file_row, {column} FROM rows WHERE list_contains($bad, {column}) ORDER BY row_id",
+            {"bad": list(bad)},
+        ).fetchall()
+        for file_id, file_row, value in hits:
+            parsed = site.row_files[file_id]
+            problems.error(parsed.source.rel, parsed.line_of(file_row), f"{column}: {bad[value]}")
+
+
+FORK_PAGES = 200
+"""Recipes from which the content loads in a forked child while the rows load (below, forking
+costs more than it saves)."""
+
+
+@dataclass
+class _Content:
+    """Every content page, as :func:`_load_content` loads them (picklable: it may come from a child)."""
+
+    recipes: dict[str, Recipe]
+    case_studies: dict[str, CaseStudy]
+    posts: dict[str, Post]
+    problems: Problems
+    cache_pages: dict[tuple[str, bytes], PageEntry] = field(default_factory=dict)
+    used_pages: set[tuple[str, bytes]] = field(default_factory=set)
+
+
+def _load_content(
+    root: Path, cache: LoadCache | None, scanned: Mapping[str, bytes] | None = None
+) -> _Content:
+    problems = Problems()
+    recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
+        root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache, scanned=scanned
+    )
+    case_studies = _load_pages(
+        root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache, scanned=scanned
+    )
+    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache, scanned=scanned)
+    if cache is None:
+        return _Content(recipes, case_studies, posts, problems)
+    return _Content(recipes, case_studies, posts, problems, cache.pages, cache.used_pages)
+
+
+def start_content_load(config: SiteConfig) -> Forked[_Content] | None:
+    """Begin loading the content pages in a forked child now, when :func:`load_site` would fork
+    for them (many recipes; no cache), to hand to ``load_site(started=...)``.
+
+    ``check`` calls it before importing the row and findings stages, so the pages load on the
+    other core while those imports (numpy, Arrow, DuckDB) take this one, instead of competing
+    with the rows' parse. The caller hands it to load_site or cancels it.
+    """
+    recipes = config.root / "content" / "recipes"
+    if not recipes.is_dir() or len(_content_files(recipes)[0]) < FORK_PAGES:
+        return None
+    return Forked(functools.partial(_load_content, config.root, None))
+
+
+def load_site(
+    config: SiteConfig,
+    problems: Problems,
+    *,
+    extra_row_files: list[RowFile] | None = None,
+    cache: LoadCache | None = None,
+    started: Forked[_Content] | None = None,
+    on_content: Callable[[Site], None] | None = None,
+) -> Site:
+    """Load and validate the whole site; every problem goes into ``problems``.
+
+    ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
+    the site and the problems are the same either way. ``started``: the content load that
+    :func:`start_content_load` began for this site (without a cache); this call finishes it.
+    ``on_content``: called, when the pages load from ``cache`` without a problem, with a site of
+    those pages alone (no row files, no rows) before the rows load: for a stage that reads only
+    content, begun in a forked child meanwhile (the engine's search).
+    """
+    import pyarrow as pa
+
+    from builder.data.rows import discover_row_files, parse_row_files
+
+    root = config.root
+    # Ids of entries that failed validation still count as known, so that one bad entry is reported
+    # once rather than again on every row that references it.
+    node_ids: set[str] = set()
+    recipe_slugs: set[str] = set()
+    hardware = _load_yaml_mapping(
+        root / "data" / "hardware.yaml", "data/hardware.yaml", Hardware, problems, required=False
+    )
+    nodes = _load_yaml_mapping(
+        root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
+    )
+    # Recipe slugs are file names: known before any front matter is parsed, so the rows can be
+    # validated against them while the content loads (in a forked child, on the other core, when
+    # there is much of it and nothing cached).
+    names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
+    recipe_slugs.update(os.path.splitext(name)[0] for name in names)
+    # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
+    scanned = cache.scanned if cache is not None else None
+    if cache is not None:
+        cache.scanned = None  # good for this load only
+    compute = functools.partial(_load_content, root, cache, scanned)
+    if started is not None and cache is not None:
+        started.cancel()
+        raise ValueError("a content load started ahead is for a load without a cache")
+    content: Forked[_Content] | None = (
+        started
+        if started is not None
+        else Forked(compute)
+        if len(names) >= FORK_PAGES and (cache is None or not cache.pages)
+        else None
+    )
+    row_problems = Problems()
+    try:
+        if content is None:
+            loaded = compute()
+            if on_content is not None and not loaded.problems.errors and not problems.errors:
+                no_rows: Any = None  # a content stage reads none
+                pages = (loaded.recipes, loaded.case_studies, loaded.posts)
+                on_content(Site(config, hardware, nodes, *pages, [], no_rows, None))
+        read = cache is not None and scanned is None  # else read only when parsed
+        files = discover_row_files(root, read=read) + list(extra_row_files or [])
+        con: duckdb.DuckDBPyConnection | None = None
+
+        def connect() -> duckdb.DuckDBPyConnection:
+            nonlocal con
+            if con is None:
+                import duckdb
+
+                con = duckdb.connect()
+            return con
+
+        if cache is None:
+            from builder.data.ingest import ingest_rows
+
+            parsed, raw = parse_row_files(files, row_problems)
+            if content is not None:
+                # The pages are unpickled while the rows validate in Arrow and DuckDB (no GIL).
+                content.prefetch()
+            rows = ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
+            del raw
+        else:
+            from builder.data.loadcache import load_rows
+
+            parsed, rows = load_rows(
+                files, connect, recipe_slugs, node_ids, row_problems, cache.rows, scanned
+            )
+            if con is not None:
+                con.register("rows", rows)
+    except BaseException:
+        if content is not None:
+            content.cancel()
+        raise
+    if content is not None:
+        loaded = content.result()
+        if cache is not None:
+            cache.pages.update(loaded.cache_pages)
+            cache.used_pages |= loaded.used_pages
+    recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
+    # In the order a sequential load reports them: content first, then rows.
+    for part in (loaded.problems, row_problems):
+        problems.errors.extend(part.errors)
+        problems.warnings.extend(part.warnings)
+    for item in parsed:
+        # The all-string tables have been validated into ``rows``; holding them would double the
+        # memory of a big import (a slice keeps its whole parsed buffer alive).
+        item.table = None
+    # The parsed strings the typed rows do not share are free now; hand their pages back so the
+    # stages after (numpy, DuckDB: other allocators) do not add to them.
+    pa.default_memory_pool().release_unused()
+    site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
+    _check_references(site, problems)
+    _check_row_strings(site, problems, cache.parsed_strings if cache is not None else None)
+    return site
+
+
+def today(config: SiteConfig) -> dt.date:
+    """The build's notion of "now": SOURCE_DATE_EPOCH when set, for reproducible output."""
+    if config.source_date_epoch is not None:
+        return dt.datetime.fromtimestamp(config.source_date_epoch, tz=dt.UTC).date()
+    return dt.datetime.now(tz=dt.UTC).date()

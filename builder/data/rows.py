@@ -1,0 +1,388 @@
+"""Parse benchmark row files exactly, without losing or coercing anything.
+
+Files are parsed into all-string Arrow tables (pyarrow's CSV reader: fast, and no type sniffing that
+could round a late float into an integer column); types and ranges are then checked by SQL in
+:mod:`builder.data.ingest`. Each table carries ``_file`` (index into the list of files) and ``_row`` (the
+row's position in its file) so every problem can be traced back to its physical line, which is only
+computed for files that have a problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from builder.content.models import (
+    FLOAT_ROW_FIELDS,
+    INT_ROW_FIELDS,
+    REQUIRED_ROW_FIELDS,
+    ROW_FIELDS,
+)
+from builder.data import arrow_compute as pc
+from builder.data.arrays import from_numpy
+from builder.data.csvbatch import CsvBatches
+from builder.data.rowfile import (
+    STRING_SCHEMA_FIELDS,
+    ParsedFile,
+    RowFile,
+    empty_string_table,
+    normalise,
+    read_string_csv,
+    strip_bom,
+)
+from builder.errors import Problems
+
+__all__ = [
+    "PARSERS",
+    "ROW_FILE_SUFFIXES",
+    "STRING_SCHEMA_FIELDS",
+    "ParsedFile",
+    "RowFile",
+    "discover_row_files",
+    "parse_row_files",
+    "read_string_csv",
+]
+
+_ROW_FIELD_SET = frozenset(ROW_FIELDS)
+
+
+def _ragged_records(data: bytes) -> list[tuple[int, int, int]]:
+    """(line, expected, found) for every record whose field count differs from the header's."""
+    text = strip_bom(data).decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, [])
+    out = []
+    prev = reader.line_num
+    for record in reader:
+        if len(record) not in (0, len(header)):
+            out.append((prev + 1, len(header), len(record)))
+        prev = reader.line_num
+    return out
+
+
+def _decode_check(source: RowFile, data: bytes, problems: Problems) -> str | None:
+    try:
+        return strip_bom(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        body = strip_bom(data)
+        line = body.count(b"\n", 0, exc.start) + 1
+        problems.error(
+            source.rel,
+            line,
+            f"not valid UTF-8 (byte 0x{body[exc.start]:02x}); save the file as UTF-8",
+        )
+        return None
+
+
+def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
+    ok = True
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            problems.error(rel, 1, f"duplicate column '{name}'")
+            ok = False
+        seen.add(name)
+        if name not in _ROW_FIELD_SET:
+            hint = ""
+            if any(sep in name for sep in (";", "\t", "|")):
+                hint = " (rows must be comma-separated)"
+            elif name.strip() in _ROW_FIELD_SET:
+                hint = f" (remove the spaces around '{name.strip()}')"
+            problems.error(rel, 1, f"unknown column '{name}'{hint}")
+            ok = False
+    for name in REQUIRED_ROW_FIELDS:
+        if name not in seen and all(name != h.strip() for h in header):
+            problems.error(rel, 1, f"missing required column '{name}'")
+            ok = False
+    return ok
+
+
+def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
+    data = source.read()
+    text = _decode_check(source, data, problems)
+    if text is None:
+        return ParsedFile(source, None)
+    first = text.split("\n", 1)[0].rstrip("\r")
+    if not first.strip():
+        problems.error(source.rel, 1, "empty file or missing header line")
+        return ParsedFile(source, None)
+    header = next(csv.reader([first]))
+    if len(header) == 1 and (sep := next((c for c in ";\t|" if c in header[0]), None)):
+        shown = {"\t": "tabs"}.get(sep, f"'{sep}'")
+        problems.error(source.rel, 1, f"rows must be comma-separated; this file separates with {shown}")
+        return ParsedFile(source, None)
+    if not _check_header(source.rel, header, problems):
+        return ParsedFile(source, None)
+    body = strip_bom(data).rstrip(b"\r\n")
+    has_quote = b'"' in body
+    try:
+        table, ragged = read_string_csv(body, header, skip_rows=1, newlines_in_values=has_quote)
+    except pa.ArrowInvalid as exc:
+        problems.error(source.rel, None, f"cannot parse as CSV: {exc}")
+        return ParsedFile(source, None)
+    parsed = ParsedFile(source, table, ragged=ragged, plain=not ragged and not has_quote)
+    if ragged:
+        for line, expected, found in _ragged_records(data):
+            problems.error(
+                source.rel,
+                line,
+                f"expected {expected} fields (as in the header), found {found}; "
+                "a decimal comma or an unquoted comma splits a cell",
+            )
+    return parsed
+
+
+def _json_cell(name: str, value: Any) -> tuple[str | None, str | None]:
+    """Convert one JSON value to the CSV text form; (text, error)."""
+    if value is None:
+        return "", None
+    if name in INT_ROW_FIELDS or name == "prompt_tokens":
+        if name == "prompt_tokens" and value == "unknown":
+            return "unknown", None
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None, f"'{name}' must be an integer, not {json.dumps(value)}"
+        return str(value), None
+    if name in FLOAT_ROW_FIELDS:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None, f"'{name}' must be a number, not {json.dumps(value)}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return None, f"'{name}' must be a finite number, not {value}"
+        return repr(value) if isinstance(value, float) else str(value), None
+    if not isinstance(value, str):
+        return None, f"'{name}' must be a string, not {json.dumps(value)}"
+    return value, None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key '{key}'")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"'{name}' is not a finite number")
+
+
+def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
+    text = _decode_check(source, source.read(), problems)
+    if text is None:
+        return ParsedFile(source, None)
+    columns: dict[str, list[str]] = {name: [] for name in ROW_FIELDS}
+    rows: list[int] = []
+    reported: set[tuple[int, str]] = set()
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            problems.error(source.rel, number, "blank line (one JSON object per line)")
+            continue
+        try:
+            obj = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        except ValueError as exc:
+            problems.error(source.rel, number, f"invalid JSON: {exc}")
+            continue
+        if not isinstance(obj, dict):
+            problems.error(source.rel, number, "each line must be a JSON object")
+            continue
+        for key in obj:
+            if key not in _ROW_FIELD_SET:
+                problems.error(source.rel, number, f"unknown key '{key}'")
+        cells: dict[str, str] = {}
+        for name in ROW_FIELDS:
+            cell, error = _json_cell(name, obj.get(name))
+            if error:
+                # Reported here; the line still goes through the SQL checks of its other cells,
+                # so every problem of the line shows in one pass.
+                problems.error(source.rel, number, error)
+                reported.add((number, name))
+                cell = json.dumps(obj.get(name))
+            cells[name] = cell or ""
+        for name in ROW_FIELDS:
+            columns[name].append(cells[name])
+        rows.append(number)
+    table = pa.table({name: pa.array(columns[name], pa.string()) for name in ROW_FIELDS})
+    return ParsedFile(source, table.append_column("_line", pa.array(rows, pa.int32())), reported=reported)
+
+
+def _parquet_type_error(name: str, kind: pa.DataType) -> str | None:
+    """Why a Parquet column's type cannot hold the field, or None when it can (exactly)."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return None
+    if name in INT_ROW_FIELDS or name == "prompt_tokens":
+        return None if pa.types.is_integer(kind) else f"'{name}' must be an integer column, not {kind}"
+    if name in FLOAT_ROW_FIELDS:
+        if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+            return None
+        return f"'{name}' must be a number column, not {kind}"
+    if name == "date":
+        return None if pa.types.is_date32(kind) else f"'date' must be a date or string column, not {kind}"
+    return f"'{name}' must be a string column, not {kind}"
+
+
+def parse_parquet(source: RowFile, problems: Problems) -> ParsedFile:
+    """A Parquet file of rows (for bulk imports): columns named like CSV headers.
+
+    Every cell is turned into the text a CSV file would hold (numbers in their shortest exact form,
+    dates as ISO text), then validated by the same SQL as CSV cells, so a Parquet file loads exactly
+    what it holds or is reported. A column whose type cannot hold its field exactly (a float in an
+    integer field, a timestamp for a date) is an error. Problems name the 1-based row number.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(source.read()))
+    except (pa.ArrowException, OSError) as exc:
+        problems.error(source.rel, None, f"cannot read as Parquet: {exc}")
+        return ParsedFile(source, None)
+    if not _check_header(source.rel, table.column_names, problems):
+        return ParsedFile(source, None)
+    columns: dict[str, pa.ChunkedArray] = {}
+    ok = True
+    for name in table.column_names:
+        column = table.column(name)
+        error = _parquet_type_error(name, column.type)
+        if error is not None:
+            problems.error(source.rel, None, error)
+            ok = False
+            continue
+        columns[name] = pc.cast(column, pa.string())
+    if not ok:
+        return ParsedFile(source, None)
+    return ParsedFile(source, pa.table(columns) if columns else None)
+
+
+PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
+    "csv": parse_csv,
+    "jsonl": parse_jsonl,
+    "parquet": parse_parquet,
+}
+ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
+
+
+def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
+    """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path).
+
+    With ``read=False`` the files are not read here: :func:`parse_row_files` reads each when it
+    parses it and keeps only the bytes it needs later (a big import does not sit in memory twice).
+    """
+    rows_dir = root / "data" / "rows"
+    if not rows_dir.is_dir():
+        return []
+    # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
+    found: list[tuple[str, str, str, str]] = []
+    stack = [(str(rows_dir), "data/rows/")]
+    while stack:
+        folder, rel = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir():
+                    stack.append((entry.path, f"{rel}{entry.name}/"))
+                    continue
+                entry_name = entry.name
+                dot = entry_name.rfind(".")
+                # os.path.splitext's suffix: none when only dots come before the last one.
+                suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
+                if suffix in ROW_FILE_SUFFIXES and entry.is_file():
+                    name = f"{rel}{entry_name}"
+                    # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
+                    found.append((name.replace("/", "\0"), name, entry.path, suffix[1:]))
+    found.sort()
+    out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
+    if read:
+        for source in out:
+            source.data = source.read()
+    return out
+
+
+def _batch_header(line: bytes) -> list[str] | None:
+    """Column names of a header line shared by files parsed in one batch, or ``None`` when its files
+    go alone (each then reports its own header problems)."""
+    try:
+        first = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    header = next(csv.reader([first]), [])
+    return header if header and _check_header("", header, Problems()) else None
+
+
+def _in_file_order(pieces: list[pa.Table]) -> pa.Table:
+    """One table of every piece's rows in file order, then row order.
+
+    Each piece is in that order and no file spans two pieces, so the result is a sequence of runs
+    of consecutive rows of the pieces: those are concatenated without a copy, unless there are
+    so many (files with different headers alternating) that one gather is cheaper.
+    """
+    if not pieces:
+        return empty_string_table()
+    combined = pa.concat_tables(pieces)
+    if len(pieces) == 1:
+        return combined
+    file_ids = np.concatenate([p.column("_file").to_numpy() for p in pieces])
+    if not bool(np.any(file_ids[1:] < file_ids[:-1])):
+        return combined
+    order = np.argsort(file_ids, kind="stable")
+    breaks = np.flatnonzero(np.diff(order) != 1) + 1
+    if len(breaks) > 256:
+        return pc.take(combined, from_numpy(order))
+    starts = np.concatenate([[0], breaks])
+    stops = np.concatenate([breaks, [len(order)]])
+    return pa.concat_tables(
+        [combined.slice(int(order[a]), int(b - a)) for a, b in zip(starts, stops, strict=True)]
+    )
+
+
+def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[ParsedFile], pa.Table]:
+    """Parse every file; return them and one all-string table with ``_file`` and ``_row`` columns.
+
+    Rows are in file order, then line order. CSV files that share a header are parsed in batches
+    (:mod:`builder.data.csvbatch`); anything unusual is parsed alone. A file read here whose lines
+    cannot be told without its bytes (a quoted multi-line cell, a ragged record) keeps them in
+    ``source.data``; the others are not kept.
+    """
+    parsed: list[ParsedFile | None] = [None] * len(files)
+    alone: list[tuple[int, RowFile, bytes]] = []
+    # One thread parses a batch while this one reads the files of the next.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        batches = CsvBatches(_batch_header, pool)
+        for index, source in enumerate(files):
+            data = source.read()
+            if source.kind == "csv" and batches.add(index, source, data):
+                continue
+            alone.append((index, source, data))
+        batches.finish()
+    for index, item in batches.parsed.items():
+        parsed[index] = item
+    pieces = list(batches.tables)
+    for index, source, data in sorted(alone + batches.rejected, key=lambda member: member[0]):
+        held = source.data
+        source.data = data
+        item = PARSERS[source.kind](source, problems)
+        if held is None and (source.kind != "csv" or item.plain):
+            source.data = None  # lines are known without the bytes
+        parsed[index] = item
+        if item.table is None:
+            continue
+        table = item.table
+        item.table = None
+        n = table.num_rows
+        if "_line" in table.column_names:
+            row_ids = table.column("_line").combine_chunks()
+            table = table.drop_columns(["_line"])
+        else:
+            row_ids = from_numpy(np.arange(n, dtype=np.int32))
+        pieces.append(normalise(table, from_numpy(np.full(n, index, dtype=np.int32)), row_ids))
+    return [p for p in parsed if p is not None], _in_file_order(pieces)

@@ -1,0 +1,277 @@
+"""Dependency digests (the vocabulary of :mod:`builder.site.deps`) and the reuse of earlier outputs."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from builder.engine.inputs import Inputs
+
+if TYPE_CHECKING:
+    from builder.data.loadcache import LoadCache
+
+
+def digest_parts(*parts: bytes | str) -> bytes:
+    """A hash of the parts, each prefixed with its length (so parts cannot run into each other)."""
+    chunks: list[bytes] = []
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        chunks.append(len(data).to_bytes(8, "little"))
+        chunks.append(data)
+    # One update: the hasher's per-call overhead was most of the cost (thousands of pages' fingerprints).
+    return hashlib.blake2b(b"".join(chunks), digest_size=16).digest()
+
+
+GLOBAL_PREFIXES = ("@builder/", "templates/static/")
+
+
+def global_digest(inputs: Inputs, environment: bytes) -> bytes:
+    parts: list[bytes | str] = [environment]
+    for key in sorted(inputs.digests):
+        if (
+            key == "site.yaml"
+            or key.startswith(GLOBAL_PREFIXES)
+            or (key.startswith("data/") and not key.startswith("data/rows/"))
+        ):
+            parts += [key, inputs.digests[key]]
+    return digest_parts(*parts)
+
+
+_PREFIX_DEPS = {
+    "rows": "data/rows/",
+    "case-studies": "content/case-studies/",
+    "posts": "content/posts/",
+}
+
+
+class DepIndex:
+    """Digests of the dependency vocabulary of :mod:`builder.site.deps` for one build.
+
+    ``earlier``: the digests the previous build gave (:attr:`digests`), with ``changed``, the input
+    files changed since it (:meth:`builder.engine.inputs.Inputs.changed`): a dependency no changed file can reach keeps
+    its earlier digest, not computed again (an edit build asks for thousands, one per page).
+    """
+
+    def __init__(
+        self,
+        inputs: Inputs,
+        cache: LoadCache,
+        site: Any,
+        earlier: Mapping[str, bytes | None] | None = None,
+        changed: set[str] | None = None,
+    ) -> None:
+        self.inputs = inputs
+        self.site = site
+        self._earlier = earlier if earlier is not None and changed is not None else {}
+        self._changed = changed if changed is not None else set()
+        self._rows_changed = any(key.startswith("data/rows/") for key in self._changed)
+        self._recipes_changed = any(key.startswith("content/recipes/") for key in self._changed)
+        self.front: dict[str, bytes] = {}
+        for (rel, _digest), entry in cache.pages.items():
+            if (rel, _digest) in cache.used_pages:
+                self.front[rel] = entry.front_digest
+        self.rows_of: dict[str, list[bytes | str]] = {}
+        for rel, row_entry in cache.rows.entries.items():
+            for slug in row_entry.recipes:
+                self.rows_of.setdefault(slug, []).extend([rel, row_entry.digest])
+        self._memo: dict[str, bytes | None] = {}
+        self._by_model: dict[str, list[str]] | None = None
+
+    def _recipes_of(self, model: str) -> list[str]:
+        """Slugs of the recipes of base model ``model``, sorted (one pass over the recipes per build,
+        not one per model)."""
+        if self._by_model is None:
+            self._by_model = {}
+            for slug in sorted(self.site.recipes):
+                self._by_model.setdefault(self.site.recipes[slug].meta.model, []).append(slug)
+        return self._by_model.get(model, [])
+
+    def _files(self, prefix: str) -> bytes:
+        parts: list[bytes | str] = []
+        for key in sorted(k for k in self.inputs.digests if k.startswith(prefix)):
+            parts += [key, self.inputs.digests[key]]
+        return digest_parts(prefix, *parts)
+
+    @property
+    def digests(self) -> dict[str, bytes | None]:
+        """Every dependency's digest given so far (for the next build's ``earlier``)."""
+        return self._memo
+
+    def digest(self, dep: str) -> bytes | None:
+        """None for a dependency this index does not know: the job is then rendered every time."""
+        if dep in self._memo:
+            return self._memo[dep]
+        if dep in self._earlier and self._unreached(dep):
+            value = self._earlier[dep]
+        else:
+            value = self._digest(dep)
+        self._memo[dep] = value
+        return value
+
+    def unchanged(self, dep: str) -> bool:
+        """Whether ``dep``'s digest is the one the previous build gave."""
+        earlier = self._earlier.get(dep)
+        return earlier is not None and self.digest(dep) == earlier
+
+    def _unreached(self, dep: str) -> bool:
+        """Whether no changed input file can reach ``dep``'s digest (see :meth:`_digest`)."""
+        if not self._changed:
+            return True
+        kind, _, arg = dep.partition(":")
+        if kind == "value":
+            return True
+        if kind == "file":
+            return arg not in self._changed
+        if kind == "recipe":  # its file and the row files naming it
+            return not self._rows_changed and f"content/recipes/{arg}.md" not in self._changed
+        prefix = _PREFIX_DEPS.get(dep)
+        if prefix is not None:
+            return not any(key.startswith(prefix) for key in self._changed)
+        if dep in ("recipes", "models"):  # every recipe's front matter
+            return not self._recipes_changed
+        if kind == "model":  # which recipes have the model, their front matter, their rows
+            return not self._recipes_changed and not self._rows_changed
+        return False
+
+    def _digest(self, dep: str) -> bytes | None:
+        kind, _, arg = dep.partition(":")
+        if dep == "recipes":
+            parts: list[bytes | str] = []
+            for slug in sorted(self.site.recipes):
+                rel = f"content/recipes/{slug}.md"
+                parts += [slug, self.front.get(rel, b"?")]
+            return digest_parts("recipes", *parts)
+        if dep == "models":
+            pairs = [f"{slug}\0{self.site.recipes[slug].meta.model}" for slug in sorted(self.site.recipes)]
+            return digest_parts("models", *pairs)
+        if dep == "rows":
+            return self._files("data/rows/")
+        if dep == "case-studies":
+            return self._files("content/case-studies/")
+        if dep == "posts":
+            return self._files("content/posts/")
+        if kind == "value" and arg:  # the value is in the name
+            return digest_parts(dep)
+        if kind == "file" and arg:
+            return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
+        if kind == "recipe" and arg:
+            rel = f"content/recipes/{arg}.md"
+            return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
+        if kind == "model" and arg:
+            # Front matter and rows of the model's recipes, not their bodies: a comparison page
+            # shows no prose, and a body edit should not re-render it.
+            parts = []
+            for slug in self._recipes_of(arg):
+                parts += [
+                    slug,
+                    self.front.get(f"content/recipes/{slug}.md", b"?"),
+                    *self.rows_of.get(slug, []),
+                ]
+            return digest_parts(dep, *parts)
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering page jobs, in this process or in forked workers.
+
+
+class _Kept(bytes):
+    """Marks a file reused from the previous output: linked, never read unless a stage asks."""
+
+
+KEPT = _Kept()
+
+
+class StageMemo:
+    """The engine's :class:`builder.site.deps.Reuse`: previous outputs by key, read back from the output."""
+
+    def __init__(
+        self,
+        previous: dict[bytes, tuple[str, ...]],
+        usable: Callable[[str], bool],
+        out: Path,
+        glob: bytes,
+        deps_index: DepIndex | None,
+    ) -> None:
+        self.previous = previous
+        self.usable = usable
+        self.out = out
+        self.glob = glob
+        self.deps_index = deps_index
+        self.current: dict[bytes, tuple[str, ...]] = {}
+
+    def key(self, name: str, *deps: str) -> bytes | None:
+        assert self.deps_index is not None, "dependency digests are known once the site is loaded"
+        parts: list[bytes | str] = [name]
+        for dep in deps:
+            value = self.deps_index.digest(dep)
+            if value is None:
+                return None
+            parts += [dep, value]
+        return digest_parts(*parts)
+
+    def _earlier(self, key: bytes | None) -> tuple[bytes | None, dict[str, bytes] | None]:
+        if key is None:
+            return None, None
+        full = digest_parts(self.glob, key)
+        paths = self.previous.get(full)
+        if paths is None or not all(self.usable(p) for p in paths):
+            return full, None
+        # Not read: the files are linked from the previous output as they are (see KEPT).
+        return full, dict.fromkeys(paths, KEPT)
+
+    def kept(self, key: bytes | None) -> bool:
+        return self._earlier(key)[1] is not None
+
+    def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
+        full, files = self._earlier(key)
+        if files is None:
+            files = compute()
+        if full is not None:
+            self.current[full] = tuple(sorted(files))
+        return files
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, dict[str, bytes]]]
+    ) -> dict[str, dict[str, bytes]]:
+        out: dict[str, dict[str, bytes]] = {}
+        fulls: dict[str, bytes | None] = {}
+        for name, key in keys.items():
+            fulls[name], files = self._earlier(key)
+            if files is not None:
+                out[name] = files
+        missing = set(keys) - set(out)
+        if missing:
+            computed = compute(missing)
+            for name in missing:
+                out[name] = dict(computed[name])
+        for name, full in fulls.items():
+            if full is not None:
+                self.current[full] = tuple(sorted(out[name]))
+        return out
+
+
+class OutputFiles(Mapping[str, bytes]):
+    """Every output file of this build: fresh bytes, or the previous file read when asked for."""
+
+    def __init__(self, fresh: dict[str, bytes], kept: Mapping[str, str | Path], out: Path) -> None:
+        self.fresh = fresh
+        self.kept = kept
+        self.out = out
+
+    def __getitem__(self, key: str) -> bytes:
+        data = self.fresh.get(key)
+        if data is not None and data is not KEPT:
+            return data
+        return Path(self.kept[key] if data is None else self.out / key).read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*self.fresh, *self.kept}))
+
+    def __len__(self) -> int:
+        return len(self.fresh.keys() | self.kept.keys())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.fresh or key in self.kept

@@ -1,0 +1,199 @@
+"""Every input of a build, by content hash: the first thing an incremental build looks at.
+
+Inputs are the site's ``site.yaml``, ``content/``, ``data/``, the templates in use and the builder's
+own code (a change to the code changes every output). Keys are ``/``-separated paths: relative to the
+site root for the site's files, ``templates/…`` for the templates wherever they live, and
+``@builder/…`` for the package.
+
+A file is *changed* when its content hash differs; ``touch`` changes nothing. Hashing every file
+on every build would cost more than a no-op build may take, so a file whose size, mtime, ctime and
+inode are all unchanged since the previous scan keeps its digest — unless its mtime is too close to
+that scan to tell a later write in the same clock tick apart (git's "racily clean" rule), in which
+case it is hashed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+# Not imported from builder.config: the no-op path must not pay for pydantic.
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+
+
+class Sources(Protocol):
+    """Where the inputs are (a :class:`~builder.config.SiteConfig` is one)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def templates(self) -> Path: ...
+
+
+StatKey = tuple[int, int, int, int]
+"""(size, mtime_ns, ctime_ns, inode)."""
+
+RACY_NS = 2_000_000_000
+"""A file modified this close to (or after) the previous scan is hashed again whatever its stat says."""
+
+SKIP_DIRS = frozenset({"__pycache__", ".git", ".cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+
+
+DIGEST_NAME = "sha256/16"
+"""Names :func:`digest_bytes`' function; part of the environment key (change it with the function:
+a record whose digests were made otherwise is then not carried over)."""
+
+
+def digest_bytes(data: bytes) -> bytes:
+    """A file's content hash. SHA-256 (cut to 16 bytes), not BLAKE2b: processors with SHA
+    instructions (x86 since ~2019, ARMv8 such as the DGX Spark's) hash ≈ 1.9x faster with it
+    (here 38 against 71 ms for 50 MB; a row-file build hashes ≈ 50 MB of downloads)."""
+    return hashlib.sha256(data).digest()[:16]
+
+
+@dataclass
+class Inputs:
+    """Content digests of every input, and what is needed to rescan cheaply."""
+
+    digests: dict[str, bytes] = field(default_factory=dict)
+    stats: dict[str, StatKey] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict)
+    """Key to absolute path (as a string)."""
+    scanned_ns: int = 0
+    """Wall-clock time the scan started (only used for the racy-clean rule, never in output)."""
+
+    def changed(self, previous: Inputs | None) -> set[str]:
+        """Keys added, removed or with a different digest."""
+        if previous is None:
+            return set(self.digests)
+        before = previous.digests
+        return {k for k in self.digests.keys() | before.keys() if self.digests.get(k) != before.get(k)}
+
+
+def _roots(config: Sources) -> list[tuple[str, Path]]:
+    root = config.root
+    return [
+        ("content/", root / "content"),
+        ("data/", root / "data"),
+        ("templates/", config.templates),
+        ("@builder/", PACKAGE_DIR),
+    ]
+
+
+def _walk(prefix: str, folder: Path, found: dict[str, tuple[str, os.stat_result]]) -> None:
+    stack = [(prefix, str(folder))]
+    while stack:
+        key_prefix, path = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    stack.append((f"{key_prefix}{entry.name}/", entry.path))
+            elif entry.is_file():
+                if entry.name.endswith((".pyc", ".pyo")):
+                    continue
+                try:
+                    found[key_prefix + entry.name] = (entry.path, entry.stat())
+                except FileNotFoundError:
+                    continue
+
+
+def _stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def scan_inputs(config: Sources, previous: Inputs | None = None) -> Inputs:
+    """Digest every input, rehashing only files whose stat changed since ``previous``."""
+    started = time.time_ns()
+    found: dict[str, tuple[str, os.stat_result]] = {}
+    site_yaml = config.root / "site.yaml"
+    if site_yaml.is_file():
+        found["site.yaml"] = (str(site_yaml), site_yaml.stat())
+    for prefix, folder in _roots(config):
+        _walk(prefix, folder, found)
+    result = Inputs(scanned_ns=started)
+    racy_after = (previous.scanned_ns - RACY_NS) if previous else 0
+    for key in sorted(found):
+        path, st = found[key]
+        stat_key = _stat_key(st)
+        old = previous.stats.get(key) if previous else None
+        if (
+            old == stat_key
+            and st.st_mtime_ns < racy_after
+            and previous is not None
+            and key in previous.digests
+        ):
+            result.digests[key] = previous.digests[key]
+        else:
+            try:
+                with open(path, "rb") as handle:
+                    result.digests[key] = digest_bytes(handle.read())
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+        result.stats[key] = stat_key
+        result.paths[key] = path
+    return result
+
+
+def key_of(config: Sources, path: Path) -> str | None:
+    """The input key of an absolute path, or None when it is not an input."""
+    path = Path(os.path.abspath(path))
+    if path == config.root / "site.yaml":
+        return "site.yaml"
+    for prefix, folder in _roots(config):
+        try:
+            rel = path.relative_to(folder)
+        except ValueError:
+            continue
+        return prefix + rel.as_posix() if rel.parts else prefix
+    return None
+
+
+def rescan_paths(config: Sources, previous: Inputs, paths: set[Path]) -> Inputs | None:
+    """Update ``previous`` for the given changed paths only (the watcher saw them change).
+
+    Returns None when a path is outside the inputs' folders in a way this cannot follow (a whole
+    input folder created or removed): the caller then scans everything.
+    """
+    result = Inputs(dict(previous.digests), dict(previous.stats), dict(previous.paths), time.time_ns())
+    for path in paths:
+        key = key_of(config, path)
+        if key is None:
+            continue
+        if key.endswith("/") or path.is_dir() or not path.exists():
+            # A folder appeared, vanished or was renamed, or a file vanished: rescan under it.
+            prefix = key if key.endswith("/") else key + "/"
+            for old in [k for k in result.digests if k == key or k.startswith(prefix)]:
+                del result.digests[old]
+                result.stats.pop(old, None)
+                result.paths.pop(old, None)
+            if path.is_dir():
+                found: dict[str, tuple[str, os.stat_result]] = {}
+                _walk(prefix, path, found)
+                for sub, (abs_path, st) in found.items():
+                    try:
+                        with open(abs_path, "rb") as handle:
+                            result.digests[sub] = digest_bytes(handle.read())
+                    except (FileNotFoundError, IsADirectoryError):
+                        continue
+                    result.stats[sub] = _stat_key(st)
+                    result.paths[sub] = abs_path
+            continue
+        try:
+            st = path.stat()
+            with open(path, "rb") as handle:
+                result.digests[key] = digest_bytes(handle.read())
+        except (FileNotFoundError, IsADirectoryError):
+            result.digests.pop(key, None)
+            continue
+        result.stats[key] = _stat_key(st)
+        result.paths[key] = str(path)
+    return result

@@ -1,0 +1,146 @@
+"""What a page depends on, declared where the page job is made, so a rebuild can skip it.
+
+A page job is ``(output path, render)``. Wrapping ``render`` with :func:`depends` declares the
+inputs the page reads; the incremental engine (:mod:`builder.engine.incremental`) re-renders the page only
+when one of them, the templates it used (recorded while it rendered) or anything global (the
+builder's code, ``site.yaml``, ``data/*.yaml``, static assets, the build date) changed. A job
+without a declaration is rendered on every build — always correct, only slower — so a new page
+kind is safe before anyone declares anything.
+
+Declare what the page *reads*, not what it shows: a page that looks up recipes by slug reads every
+recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing dependency is a
+stale page, which ``tests/test_incremental.py`` is there to catch.
+
+The vocabulary:
+
+``recipe:<slug>``
+    the recipe's file (front matter and body) and every row whose ``recipe`` is the slug (its
+    values, file, line and status);
+``recipes``
+    the front matter of every recipe, and which recipes exist (not bodies, not rows);
+``models``
+    which recipes exist and the base model of each (comparison links and slugs);
+``model:<base model id>``
+    which recipes have that base model, with their front matter and rows (comparison pages);
+``rows``
+    every row file (totals, latest dates, downloads);
+``case-studies`` / ``posts``
+    every case study / post file;
+``file:<path>``
+    one input file by its path from the site root (``content/posts/x.md``);
+``value:<name>:<hash>``
+    a value the page shows, worked out before the page renders (:func:`value`): the page renders
+    again when the value changes, whatever input changed it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+RECIPES = "recipes"
+MODELS = "models"
+ROWS = "rows"
+CASE_STUDIES = "case-studies"
+POSTS = "posts"
+
+
+def recipe(slug: str) -> str:
+    return f"recipe:{slug}"
+
+
+def model(model_id: str) -> str:
+    return f"model:{model_id}"
+
+
+def file(rel: str) -> str:
+    return f"file:{rel}"
+
+
+def value(name: str, *parts: str) -> str:
+    """A dependency on a value itself (its parts, hashed into the name)."""
+    hasher = hashlib.sha256()
+    for part in parts:
+        data = part.encode()
+        hasher.update(len(data).to_bytes(8, "little") + data)
+    return f"value:{name}:{hasher.hexdigest()[:32]}"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """A render function with the inputs it reads."""
+
+    render: Callable[[], bytes]
+    deps: tuple[str, ...]
+
+    def __call__(self) -> bytes:
+        return self.render()
+
+
+def depends(render: Callable[[], bytes], *deps: str) -> Declared:
+    """Declare that ``render`` reads only ``deps`` (besides templates and global inputs)."""
+    return Declared(render, tuple(deps))
+
+
+def declared(render: Callable[[], bytes]) -> tuple[str, ...] | None:
+    """The declared dependencies of a render function, or None: render it on every build."""
+    return render.deps if isinstance(render, Declared) else None
+
+
+Files = dict[str, bytes]
+
+
+class Reuse(Protocol):
+    """Memoisation of expensive producers of output files across builds.
+
+    A *key* is a hash of everything the files are made from. :meth:`key` makes one from dependency
+    names of the vocabulary above (the builder adds its global inputs); a producer may also hash
+    what it reads itself. With a key seen in the previous build, the files that build produced are
+    read back from its output instead of being computed. A ``None`` key means "always compute".
+    """
+
+    def key(self, name: str, *deps: str) -> bytes | None:
+        """A key for ``name`` made from the digests of ``deps``; None when one is unknown."""
+        ...
+
+    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
+        """The files of ``compute()``, or of an earlier build under ``key``."""
+        ...
+
+    def kept(self, key: bytes | None) -> bool:
+        """Whether :meth:`__call__` with ``key`` will give an earlier build's files (so a producer
+        need not begin computing them ahead)."""
+        ...
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
+    ) -> dict[str, Files]:
+        """Per name: earlier files under its key, else from one ``compute(missing names)`` call."""
+        ...
+
+
+class NoReuse:
+    """The :class:`Reuse` of a build without a previous one: everything is computed."""
+
+    def key(self, name: str, *deps: str) -> bytes | None:
+        del name, deps
+        return None
+
+    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
+        del key
+        return compute()
+
+    def kept(self, key: bytes | None) -> bool:
+        del key
+        return False
+
+    def many(
+        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
+    ) -> dict[str, Files]:
+        computed = compute(set(keys))
+        return {name: dict(computed[name]) for name in keys}
+
+
+no_reuse = NoReuse()

@@ -1,0 +1,502 @@
+"""The data behind the site, as files: every row as CSV, Parquet and a DuckDB database, and a
+small static JSON API (``/api/index.json``, ``/api/recipes/<slug>.json``).
+
+All of it is built from one Arrow table (:func:`export_rows`) so the formats cannot disagree, and
+all of it is byte-deterministic for the same input:
+
+* CSV and JSON are plain text written in row-id order with stable key order.
+* Parquet is written by pyarrow with fixed options; it stores no timestamp.
+* A DuckDB database file is written by one thread (with several, row groups land in the order
+  they finish). It also carries a random 16-byte database identifier in its main header (used for
+  encryption and to pair a write-ahead log with its database): we replace it with bytes derived
+  from the file's content and recompute the header checksum, after checking that the header is
+  the layout we know (:func:`pin_duckdb_identifier`). If a future DuckDB changes that layout the
+  file is shipped as written, still valid but no longer byte-identical across builds. The file
+  uses the storage format of the DuckDB that builds it (2.x here), so older DuckDB releases cannot
+  open it; DuckDB's v1.0 compatibility format was not byte-reproducible for large tables even
+  with one thread, so it is not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import struct
+import tempfile
+from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from builder.data import arrow_compute as pc
+from builder.site import deps
+from builder.data.arrays import from_numpy
+from builder.site.arrowjson import json_array_pieces
+from builder.content.markdown import Markdown
+from builder.site.deps import Reuse, no_reuse
+from builder.site.export_table import Export, export_table
+from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
+from builder.site.feeds import NEWS_FEED
+from builder.content.flags import serve_command
+from builder.data.load import Site
+from builder.content.models import Row
+from builder.analysis.reconcile import Reconciliation, RowStatus
+from builder.site.views import ROW_COLUMNS, case_studies_by_recipe
+
+if TYPE_CHECKING:
+    from builder.site.render import PageJob, RenderContext
+
+API_VERSION = 1
+"""Bumped when a field of the JSON API changes meaning or disappears (additions keep it)."""
+ROWS_CSV = "data/rows.csv"
+ROWS_PARQUET = "data/rows.parquet"
+DUCKDB_FILE = "data/recipes.duckdb"
+API_INDEX = "api/index.json"
+STATUS_COLUMNS = ("status", "differences", "unrecorded", "source_file", "source_line")
+EXPORT_COLUMNS = (*ROW_COLUMNS, *STATUS_COLUMNS)
+
+Output = dict[str, bytes]
+
+
+def recipe_api_path(slug: str) -> str:
+    return f"api/recipes/{slug}.json"
+
+
+def recipes_table(site: Site) -> pa.Table:
+    """One row per recipe: its front matter as columns (``env`` as JSON text)."""
+    records = []
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        records.append(
+            {
+                "slug": slug,
+                "title": meta.title,
+                "model": meta.model,
+                "checkpoint": meta.checkpoint,
+                "hardware": meta.hardware,
+                "engine": meta.engine,
+                "engine_version": meta.engine_version,
+                "flags": meta.flags,
+                "env": json.dumps(meta.env, sort_keys=True),
+                "verified": meta.verified,
+                "summary": meta.summary,
+                "contributors": list(meta.contributors),
+                "tags": list(meta.tags),
+                "url": f"{site.config.settings.base_url}recipes/{slug}/",
+            }
+        )
+    schema = pa.schema(
+        [
+            ("slug", pa.string()),
+            ("title", pa.string()),
+            ("model", pa.string()),
+            ("checkpoint", pa.string()),
+            ("hardware", pa.string()),
+            ("engine", pa.string()),
+            ("engine_version", pa.string()),
+            ("flags", pa.string()),
+            ("env", pa.string()),
+            ("verified", pa.date32()),
+            ("summary", pa.string()),
+            ("contributors", pa.list_(pa.string())),
+            ("tags", pa.list_(pa.string())),
+            ("url", pa.string()),
+        ]
+    )
+    return pa.Table.from_pylist(records, schema=schema)
+
+
+def nodes_table(site: Site) -> pa.Table:
+    ids = sorted(site.nodes)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "hardware": pa.array([site.nodes[i].hardware for i in ids], pa.string()),
+            "hardware_name": pa.array([site.hardware_name(site.nodes[i].hardware) for i in ids], pa.string()),
+            "description": pa.array([site.nodes[i].description for i in ids], pa.string()),
+            "driver": pa.array([site.nodes[i].driver for i in ids], pa.string()),
+        }
+    )
+
+
+def rows_csv(table: pa.Table) -> bytes:
+    import pyarrow.csv as pacsv  # here, as Parquet below: a build that reuses the downloads needs neither
+
+    sink = io.BytesIO()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=True, quoting_style="needed"))
+    return sink.getvalue()
+
+
+def rows_parquet(table: pa.Table) -> bytes:
+    import pyarrow.parquet as pq  # ≈ 0.02 s of import (pyarrow.fs with it)
+
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=True)
+    return sink.getvalue()
+
+
+_DUCKDB_MAGIC = b"DUCK"
+_DUCKDB_HEADER = 4096
+_DUCKDB_ID = slice(124, 140)
+"""Main header: checksum (8), magic (4), version (8), flags (32), git desc (32), git hash (32),
+encryption metadata (8), then the 16-byte database identifier."""
+
+
+def _duckdb_checksum(buffer: bytes) -> int:
+    """DuckDB's block checksum: 5381 xor the product of each little-endian 64-bit word."""
+    result = 5381
+    for (word,) in struct.iter_unpack("<Q", buffer):
+        result ^= (word * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    return result
+
+
+def pin_duckdb_identifier(data: bytes) -> bytes:
+    """Replace the random database identifier with one derived from the content.
+
+    Returns ``data`` unchanged unless the main header is the layout described above and its
+    stored checksum verifies, so an unknown format is never rewritten.
+    """
+    if len(data) < _DUCKDB_HEADER or data[8:12] != _DUCKDB_MAGIC:
+        return data
+    (stored,) = struct.unpack_from("<Q", data, 0)
+    if _duckdb_checksum(data[8:_DUCKDB_HEADER]) != stored:
+        return data
+    identifier = hashlib.sha256(data[_DUCKDB_HEADER:]).digest()[:16]
+    header = bytearray(data[:_DUCKDB_HEADER])
+    header[_DUCKDB_ID] = identifier
+    struct.pack_into("<Q", header, 0, _duckdb_checksum(bytes(header[8:])))
+    return bytes(header) + data[_DUCKDB_HEADER:]
+
+
+def duckdb_file(tables: dict[str, pa.Table]) -> bytes:
+    """A DuckDB database holding ``tables``, as bytes (written in a scratch folder, then read)."""
+    import duckdb  # here: a build that writes no DuckDB file need not load it
+
+    with tempfile.TemporaryDirectory(prefix="llm-recipes-duckdb-") as scratch:
+        # The catalog is named after the file, so the name is fixed: it is part of the bytes.
+        path = Path(scratch) / "recipes.duckdb"
+        # One thread: with several, row groups are written in whatever order they finish, and
+        # the file's bytes change from build to build.
+        con = duckdb.connect(str(path), config={"threads": 1})
+        try:
+            for name, table in tables.items():
+                con.register("_export", table)
+                con.execute(f'CREATE TABLE "{name}" AS SELECT * FROM _export')
+                con.unregister("_export")
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        return pin_duckdb_identifier(path.read_bytes())
+
+
+def _json(value: Any) -> bytes:
+    # Compact: with ``indent`` the json module falls back from its C encoder to pure Python, which
+    # costs seconds at 100k rows.
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def _status_json(status: RowStatus) -> dict[str, Any]:
+    return {
+        "status": status.status,
+        "differences": [
+            {"field": d.field, "row_value": d.row_value, "recipe_value": d.recipe_value}
+            for d in status.differences
+        ],
+        "unrecorded": list(status.unrecorded),
+    }
+
+
+def _rows_json(export: Export) -> Iterator[tuple[str, list[memoryview]]]:
+    """Each recipe's rows as the pieces of one JSON array (dates as ISO text), each row with its
+    status object (see :func:`builder.site.arrowjson.json_array_pieces`).
+
+    The row id is a position in the whole build: any earlier file shifts it, so a recipe's document
+    would change with every other recipe's rows. Rows are named by source_file and source_line here
+    (the CSV, Parquet and DuckDB exports keep row_id).
+    """
+    table, kinds, codes = export
+    rows = table.select([*(c for c in ROW_COLUMNS if c != "row_id"), "source_file", "source_line"])
+    rows = rows.set_column(
+        rows.schema.get_field_index("date"), "date", pc.cast(rows.column("date"), pa.string())
+    )
+    # Statuses are shared by every row of one metadata combination: each is written once.
+    statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
+    rows = rows.append_column("status", pc.take(statuses, from_numpy(codes)))
+    return json_array_pieces(rows, table.column("recipe"), raw={"status"})
+
+
+def recipe_document(
+    site: Site, recon: Reconciliation, slug: str, markdown: Markdown, cases: dict[str, list[tuple[Any, str]]]
+) -> dict[str, Any]:
+    """The JSON document of one recipe without its rows: metadata, FAQ, case studies, findings."""
+    base = site.config.settings.base_url
+    recipe = site.recipes[slug]
+    meta = recipe.meta
+    faq = markdown.render(recipe.doc, faq=True).faq
+    return {
+        "api_version": API_VERSION,
+        "slug": slug,
+        "url": f"{base}recipes/{slug}/",
+        "meta": meta.model_dump(mode="json"),
+        "hardware_name": site.hardware_name(meta.hardware),
+        "serve_command": serve_command(meta.checkpoint, meta.flags, meta.env, meta.engine),
+        "faq": [
+            {
+                "question": q.question,
+                "url": f"{base}recipes/{slug}/#{q.anchor}",
+                "answer_text": q.answer_text,
+            }
+            for q in faq
+        ],
+        "case_studies": [
+            {
+                "slug": c.slug,
+                "title": c.meta.title,
+                "role": role,
+                "verdict": c.meta.verdict,
+                "url": f"{base}case-studies/{c.slug}/",
+            }
+            for c, role in cases.get(slug, [])
+        ],
+        "findings": [f.as_json() for f in recon.findings_for(slug)],
+    }
+
+
+def recipe_documents(
+    site: Site,
+    recon: Reconciliation,
+    markdown: Markdown,
+    only: Collection[str] | None = None,
+    export: Export | None = None,
+) -> dict[str, bytes]:
+    """The JSON text of every recipe's document (in ``only``), ``rows`` (with status) last.
+
+    ``export`` is every row's export when the caller has it already. The rows are written from
+    Arrow (:mod:`builder.site.arrowjson`) and spliced in: the text is what ``_json`` gives for the whole
+    document, without a Python object per row.
+    """
+    slugs = sorted(site.recipes if only is None else only)
+    if export is None:
+        export = export_table(site, recon, None if only is None else slugs)
+    elif only is not None and len(slugs) < len(site.recipes):
+        export = export.of(slugs)
+    cases = case_studies_by_recipe(site)
+    # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key. Each document is joined as soon
+    # as its recipe's rows are written, so no other copy of the rows' text is kept.
+    heads = {slug: _json(recipe_document(site, recon, slug, markdown, cases))[:-2] for slug in slugs}
+    docs: dict[str, bytes] = {}
+    for slug, pieces in _rows_json(export):
+        docs[slug] = b"".join((heads[slug], b',"rows":[', *pieces, b"]}\n"))
+    return {slug: docs[slug] if slug in docs else heads[slug] + b',"rows":[]}\n' for slug in slugs}
+
+
+def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
+    base = site.config.settings.base_url
+    counts = dict(site.con.execute("SELECT recipe, count(*) FROM rows GROUP BY recipe").fetchall())
+    findings = {slug: pair[0] for slug, pair in recon.finding_counts_by_recipe().items()}
+    recipes = []
+    for slug in sorted(site.recipes):
+        meta = site.recipes[slug].meta
+        recipes.append(
+            {
+                "slug": slug,
+                "title": meta.title,
+                "model": meta.model,
+                "hardware": meta.hardware,
+                "engine": meta.engine,
+                "engine_version": meta.engine_version,
+                "url": f"{base}recipes/{slug}/",
+                "api": base + recipe_api_path(slug),
+                "rows": counts.get(slug, 0),
+                "findings": findings.get(slug, 0),
+            }
+        )
+    return {
+        "api_version": API_VERSION,
+        "site": {"title": site.config.settings.title, "base_url": base},
+        "downloads": {
+            "rows_csv": base + ROWS_CSV,
+            "rows_parquet": base + ROWS_PARQUET,
+            "duckdb": base + DUCKDB_FILE,
+        },
+        "recipes": recipes,
+    }
+
+
+class SiteWideAhead:
+    """The site-wide row files (CSV, Parquet, DuckDB) begun on two threads before the pages render.
+
+    They read only the rows and their statuses, and Arrow's writers and DuckDB let go of the GIL:
+    a build that renders in this process (few pages: a row file added) makes them beside its
+    render instead of after it; the engine begins them as soon as the rows' statuses are known.
+    The export table they are made from is made on one of the threads too (its copies and takes
+    let go of the GIL). Not beside forked render workers (DuckDB's threads and locks must not be
+    inherited by a fork): :meth:`close` waits for the threads (before a fork, or a failed build's);
+    what they made stays available."""
+
+    def __init__(self, site: Site, recon: Reconciliation) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads")
+        self._export = self._pool.submit(export_table, site, recon, None)
+
+        def database() -> bytes:
+            # Waits for the export on the other thread.
+            table = self._export.result().table
+            return duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
+
+        def text() -> tuple[bytes, bytes]:
+            table = self._export.result().table
+            return rows_csv(table), rows_parquet(table)
+
+        self._database = self._pool.submit(database)
+        self._text = self._pool.submit(text)
+
+    @property
+    def export(self) -> Export:
+        """The export table the files are made from (waits for it)."""
+        return self._export.result()
+
+    def files(self) -> dict[str, bytes]:
+        """The CSV, Parquet and DuckDB files; raises what making them raised."""
+        csv, parquet = self._text.result()
+        return {ROWS_CSV: csv, ROWS_PARQUET: parquet, DUCKDB_FILE: self._database.result()}
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+def site_wide_key(reuse: Reuse) -> bytes | None:
+    """The key the site-wide downloads are kept under between builds."""
+    return reuse.key("downloads", deps.ROWS, deps.RECIPES)
+
+
+def begin_site_wide(site: Site, recon: Reconciliation, reuse: Reuse) -> SiteWideAhead | None:
+    """The site-wide downloads begun ahead, unless the previous build's are kept."""
+    return None if reuse.kept(site_wide_key(reuse)) else SiteWideAhead(site, recon)
+
+
+def download_files(
+    site: Site,
+    recon: Reconciliation,
+    markdown: Markdown,
+    reuse: Reuse = no_reuse,
+    ahead: SiteWideAhead | None = None,
+) -> Output:
+    """Every download and API file, ``{output path: bytes}``.
+
+    The site-wide files depend on every row and every recipe's front matter; a recipe's document
+    on that recipe (file and rows) and the case studies. With ``reuse``, what did not change comes
+    back from the previous build.
+
+    When the site-wide files are made, the CSV and Parquet files and the DuckDB database are written
+    on two threads (Arrow's writers and DuckDB release the GIL) while this one writes the recipes'
+    documents from the same export table. ``ahead``: those three begun already (then used here).
+    """
+    keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
+    per_recipe: dict[str, Output] = {}
+    export: list[Export] = []
+
+    def documents(missing: set[str]) -> dict[str, Output]:
+        docs = recipe_documents(site, recon, markdown, missing, export[0] if export else None)
+        return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
+
+    def site_wide() -> Output:
+        begun = ahead if ahead is not None else SiteWideAhead(site, recon)
+        export.append(begun.export)
+        try:
+            per_recipe.update(reuse.many(keys, documents))
+            index = _json(api_index(site, recon))
+            return {**begun.files(), API_INDEX: index}
+        finally:
+            if ahead is None:
+                begun.close()
+
+    out: Output = dict(reuse(site_wide_key(reuse), site_wide))
+    if not export:  # the site-wide files were reused: only documents are left to make
+        per_recipe.update(reuse.many(keys, documents))
+    for slug in sorted(per_recipe):
+        out.update(per_recipe[slug])
+    return out
+
+
+# Columns the build adds, and row fields whose export differs from the row file's spelling.
+EXPORT_DOCS: dict[str, tuple[str, str]] = {
+    "row_id": (
+        "integer",
+        "Position of the row in this build (files in path order, then line order); not stable across builds.",
+    ),
+    "prompt_tokens": (
+        "integer",
+        "Prompt length in tokens; empty (null) where the source does not give it (`unknown` in the row file).",
+    ),
+    "context_tokens": (
+        "integer",
+        "Prefix depth already in context before the prompt; 0 where the row file leaves it empty.",
+    ),
+    "status": (
+        "text",
+        "matches, differs or not_recorded: the row against its recipe's engine, version, flags, env and hardware.",
+    ),
+    "differences": (
+        "text",
+        "Each recorded value that differs from the recipe, as `field: row value (recipe: value)`, joined by `; `.",
+    ),
+    "unrecorded": ("text", "Fields the row leaves unrecorded (flags, env, engine_version), joined by `, `."),
+    "source_file": ("text", "Row file the row comes from, relative to the repository."),
+    "source_line": ("integer", "Physical line of the row in that file (the header is line 1)."),
+}
+
+
+def column_docs() -> list[tuple[str, str, str]]:
+    """(column, type, meaning) of every column of the row exports, from the row model's docstrings."""
+    from builder.content.docstrings import field_docs
+
+    docs = field_docs(Row)
+    out = []
+    for name in EXPORT_COLUMNS:
+        if name in EXPORT_DOCS:
+            kind, text = EXPORT_DOCS[name]
+        else:
+            info = Row.model_fields[name]
+            kind = _kind(str(info.annotation))
+            text = docs.get(name, "").replace("``", "`")
+        out.append((name, kind, text))
+    return out
+
+
+def _kind(annotation: str) -> str:
+    if "date" in annotation:
+        return "date"
+    if "float" in annotation:
+        return "number"
+    if "int" in annotation:
+        return "integer"
+    return "text"
+
+
+def render_api_page(ctx: RenderContext) -> bytes:
+    import duckdb  # for its version only
+
+    return ctx.page(
+        "api.html",
+        "api/index.html",
+        columns=column_docs(),
+        recipes=[ctx.site.recipes[s] for s in sorted(ctx.site.recipes)],
+        row_count=ctx.site.rows.num_rows,
+        paths={
+            "csv": ROWS_CSV,
+            "parquet": ROWS_PARQUET,
+            "duckdb": DUCKDB_FILE,
+            "index": API_INDEX,
+            "feed": NEWS_FEED,
+        },
+        recipe_api_path=recipe_api_path,
+        api_version=API_VERSION,
+        duckdb_version=".".join(duckdb.__version__.split(".")[:2]),
+    )
+
+
+def api_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    return [("api/index.html", deps.depends(lambda: render_api_page(ctx), deps.RECIPES, deps.ROWS))]

@@ -1,0 +1,167 @@
+"""Picking the figure that stands for a setting: which rows, which run, which value.
+
+Charts and comparison pages show one figure per build and setting. It comes from the best rows
+available — rows that match their recipe first, then rows that agree on everything they record, and
+off-recipe rows only where a caller allows them — and from the latest run (date and node) among
+those. The figure is the median of that run's rows (its trials), and it says where it came from, so
+a page can tell a reader when a figure is off-recipe.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from builder.content.models import LOWER_IS_BETTER
+from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
+from builder.site.views import METRIC_LABELS
+
+Row = dict[str, Any]
+
+STATUS_LABELS: dict[str, str] = {
+    MATCHES: "matches recipe",
+    NOT_RECORDED: "not recorded",
+    DIFFERS: "differs from recipe",
+}
+"""Reader-facing names of row statuses (also the legend of the history chart)."""
+
+SERVE_PROPERTIES: tuple[str, ...] = ("weights_gib", "kv_tokens_per_gib", "kv_pool_tokens")
+"""Row fields that describe the serve rather than one benchmark setting."""
+
+QUANTITY_LABELS: dict[str, tuple[str, str]] = {
+    **METRIC_LABELS,
+    "weights_gib": ("Weights resident", "GiB"),
+    "kv_tokens_per_gib": ("KV cache tokens per GiB", "tokens/GiB"),
+    "kv_pool_tokens": ("KV cache pool", "tokens"),
+}
+"""(label, unit) of every quantity a chart or comparison shows."""
+
+SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER | {"weights_gib"}
+"""Quantities where the smaller figure is the better one (latency; memory taken by weights)."""
+
+STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
+
+
+@dataclass(frozen=True, order=True)
+class Setting:
+    """Where a figure was measured: hardware and the benchmark shape."""
+
+    hardware: str
+    prompt_tokens: int | None
+    """``None`` when the source does not give the prompt length."""
+    context_tokens: int
+    concurrency: int
+
+    @property
+    def comparable(self) -> bool:
+        """Figures at an unknown prompt length are not put side by side with anything."""
+        return self.prompt_tokens is not None
+
+    def label(self, *, hardware_name: str | None = None) -> str:
+        prompt = (
+            "prompt length not recorded"
+            if self.prompt_tokens is None
+            else f"{self.prompt_tokens:,}-token prompt"
+        )
+        parts = [prompt]
+        if self.context_tokens:
+            parts.append(f"{self.context_tokens:,}-token context")
+        parts.append(f"concurrency {self.concurrency}")
+        if hardware_name:
+            parts.append(hardware_name)
+        return " · ".join(parts)
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (
+            self.hardware,
+            self.prompt_tokens is None,
+            self.prompt_tokens or 0,
+            self.context_tokens,
+            self.concurrency,
+        )
+
+
+def setting_of(row: Row, node_hardware: dict[str, str]) -> Setting:
+    return Setting(
+        node_hardware.get(row["node"], ""),
+        row["prompt_tokens"],
+        row["context_tokens"] or 0,
+        row["concurrency"],
+    )
+
+
+def status_rank(status: RowStatus) -> tuple[int, int]:
+    """Lower is better: matching rows, then rows that leave fewer fields unrecorded, then off-recipe rows."""
+    return (STATUS_ORDER.get(status.status, 3), len(status.unrecorded) + len(status.differences))
+
+
+def why_text(status: RowStatus) -> str:
+    """One line saying why a row is off-recipe; empty for a matching row."""
+    if status.status == DIFFERS:
+        return "differs: " + "; ".join(d.describe() for d in status.differences)
+    if status.status == NOT_RECORDED:
+        return "not recorded: " + ", ".join(status.unrecorded)
+    return ""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One figure: the median of one run's rows for one metric."""
+
+    recipe: str
+    metric: str
+    value: float
+    trials: int
+    date: dt.date
+    node: str
+    engine_version: str
+    status: str
+    """Status of the rows used (all rows of a run picked together share their rank)."""
+    why: str
+    """Why the rows are off-recipe; empty when they match."""
+    row_ids: tuple[int, ...]
+    varied: bool = False
+    """Whether the run's rows disagree (so the median is worth saying)."""
+
+    @property
+    def detail(self) -> str:
+        """:attr:`why` without its ``differs:`` / ``not recorded:`` lead, for beside a status badge."""
+        return self.why.partition(": ")[2]
+
+    @property
+    def off_recipe(self) -> bool:
+        return self.status != MATCHES
+
+
+def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_differs: bool) -> Cell | None:
+    """The figure for ``metric`` from ``rows`` (one recipe, one setting), or ``None``.
+
+    Best-ranked rows first (see :func:`status_rank`); among them the latest run, by date then node.
+    """
+    candidates = [(status_rank(recon.status(r["row_id"])), r) for r in rows if r.get(metric) is not None]
+    if not candidates:
+        return None
+    best = min(rank for rank, _ in candidates)
+    if best[0] >= STATUS_ORDER[DIFFERS] and not allow_differs:
+        return None
+    ranked = [r for rank, r in candidates if rank == best]
+    latest = max((r["date"], r["node"]) for r in ranked)
+    run = sorted((r for r in ranked if (r["date"], r["node"]) == latest), key=lambda r: r["row_id"])
+    status = recon.status(run[0]["row_id"])
+    values = [r[metric] for r in run]
+    return Cell(
+        recipe=run[0]["recipe"],
+        metric=metric,
+        value=statistics.median(values),
+        trials=len(run),
+        date=latest[0],
+        node=latest[1],
+        engine_version=run[0]["engine_version"],
+        status=status.status,
+        why=why_text(status),
+        row_ids=tuple(r["row_id"] for r in run),
+        varied=len(set(values)) > 1,
+    )

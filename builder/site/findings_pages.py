@@ -1,0 +1,193 @@
+"""Findings on the site: the recipe banner's values, ``/findings/`` and its Atom feed.
+
+Templates receive plain dicts (:func:`finding_view`): the ``check --format json`` contract of the
+finding plus what a page needs to show it (labels, links, the recipe's title). The feed is
+deterministic: every timestamp is a date taken from the rows, never the clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+from typing import TYPE_CHECKING, Any
+
+from builder.site import deps
+from builder.analysis.findings import Finding
+from builder.data.load import Site
+from builder.site.views import METRIC_LABELS
+
+if TYPE_CHECKING:  # render imports this module; the types are only needed for annotations
+    from builder.site.render import PageJob, RenderContext
+
+STATUS_LABELS = {
+    "acknowledged": "Acknowledged",
+    "distribution_change": "Distribution change",
+    "upstream_issue": "Known upstream issue",
+}
+
+
+def _labels(finding: Finding) -> dict[str, Any]:
+    """What both a finding's full view and its table row show besides its figures."""
+    label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
+    return {
+        "anchor": f"finding-{finding.id}",
+        "metric_label": label,
+        "unit": unit,
+        "setting_text": finding.setting_text(),
+        "change_pct": f"{finding.change * 100:+.1f}%",
+        "band_pct": f"±{finding.noise.relative * 100:.1f}%",
+    }
+
+
+def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
+    """The finding as templates see it: its JSON contract plus labels and links."""
+    data = finding.as_json()
+    for run_json, (run, _) in zip(data["runs"], finding.runs, strict=True):
+        run_json["row_ids"] = list(run.row_ids)
+    recipe = site.recipes.get(finding.recipe)
+    data.update(
+        _labels(finding),
+        recipe_title=recipe.meta.title if recipe else finding.recipe,
+        hardware_name=site.hardware_name(finding.setting["hardware"]),
+        is_open=finding.is_open,
+        updated=finding.date,
+        row_ids=sorted(finding.row_ids),
+        status_label=STATUS_LABELS.get((finding.annotation or {}).get("status", ""), ""),
+    )
+    return data
+
+
+FULL_PER_GROUP = 2
+"""Findings of one group shown in full on a recipe page; the rest of the group as table rows."""
+RECIPES_PER_PAGE = 50
+"""Recipes per page of ``/findings/`` (pages ``/findings/page/<n>/`` after the first)."""
+FEED_ENTRIES = 50
+"""Newest findings in the Atom feed (feed readers keep what they have seen)."""
+
+
+def finding_row(finding: Finding, site: Site) -> dict[str, Any]:
+    """A finding as one row of a table: what it is and by how much, without the runs' details."""
+    earlier, later = finding.earlier, finding.later
+    return {
+        **_labels(finding),
+        "earlier": {"value": earlier.value, "dates": [d.isoformat() for d in earlier.dates]},
+        "later": {"value": later.value, "dates": [d.isoformat() for d in later.dates]},
+        "direction": finding.direction,
+        "explained_by": [d.field for d in finding.explanation.explained_by],
+        "row_ids": sorted(finding.row_ids),
+    }
+
+
+def _departing_key(finding: Finding) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    return (not finding.is_open, tuple(sorted((r.date.isoformat(), r.node) for r in finding.departing.runs)))
+
+
+def finding_groups(findings: list[Finding], site: Site, full: int = FULL_PER_GROUP) -> list[dict[str, Any]]:
+    """A recipe's findings grouped by the runs that depart (open groups first): one planted slow run
+    shows up at every setting it covered, and reads as one story, not dozens of banners. Each
+    group: its first ``full`` findings as views, the others as table rows."""
+    groups: dict[tuple[bool, tuple[tuple[str, str], ...]], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(_departing_key(finding), []).append(finding)
+    out = []
+    for (annotated, departing), members in sorted(groups.items(), key=lambda kv: kv[0][0]):
+        out.append(
+            {
+                "is_open": not annotated,
+                "departing": [{"date": d, "node": n} for d, n in departing],
+                "full": [finding_view(f, site) for f in members[:full]],
+                "more": [finding_row(f, site) for f in members[full:]],
+            }
+        )
+    return out
+
+
+def recipe_findings(ctx: RenderContext, slug: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """A recipe's findings in groups (see :func:`finding_groups`) and the row ids of every run
+    involved, for its page."""
+    findings = ctx.recon.findings_for(slug)
+    marked = sorted({row_id for f in findings for row_id in f.row_ids})
+    return finding_groups(findings, ctx.site), marked
+
+
+def _latest_row_date(site: Site) -> dt.date | None:
+    row = site.con.execute("SELECT max(date) FROM rows").fetchone()
+    return row[0] if row else None
+
+
+def _by_recipe(ctx: RenderContext, is_open: bool) -> list[tuple[str, list[Finding]]]:
+    by_recipe: dict[str, list[Finding]] = {}
+    for finding in ctx.recon.findings:
+        if finding.is_open == is_open:
+            by_recipe.setdefault(finding.recipe, []).append(finding)
+    return sorted(by_recipe.items())
+
+
+def _summaries(ctx: RenderContext, groups: list[tuple[str, list[Finding]]]) -> list[dict[str, Any]]:
+    """Per recipe: its first finding in full and how many more it has (its page shows them all)."""
+    return [
+        {"slug": slug, "first": finding_view(members[0], ctx.site), "more": len(members) - 1}
+        for slug, members in groups
+    ]
+
+
+def findings_page_count(ctx: RenderContext) -> int:
+    return max(1, -(-ctx.recon.open_recipe_count() // RECIPES_PER_PAGE))
+
+
+def findings_page_path(number: int) -> str:
+    return "findings/index.html" if number == 1 else f"findings/page/{number}/index.html"
+
+
+def render_findings(ctx: RenderContext, number: int = 1) -> bytes:
+    """Page ``number`` of ``/findings/``: open findings by recipe, :data:`RECIPES_PER_PAGE` recipes
+    a page; the first page also lists the annotated ones."""
+    open_groups = _by_recipe(ctx, True)
+    annotated = _by_recipe(ctx, False) if number == 1 else []
+    pages = max(1, -(-len(open_groups) // RECIPES_PER_PAGE))
+    chunk = open_groups[(number - 1) * RECIPES_PER_PAGE : number * RECIPES_PER_PAGE]
+    return ctx.page(
+        "findings.html",
+        findings_page_path(number),
+        open_recipes=_summaries(ctx, chunk),
+        open_count=sum(len(m) for _, m in open_groups),
+        open_recipe_count=len(open_groups),
+        annotated_recipes=_summaries(ctx, annotated),
+        annotated_count=sum(1 for f in ctx.recon.findings if not f.is_open),
+        page_number=number,
+        page_links=[(n, findings_page_path(n).removesuffix("index.html")) for n in range(1, pages + 1)],
+    )
+
+
+def render_findings_feed(ctx: RenderContext) -> bytes:
+    newest = sorted(ctx.recon.findings, key=lambda f: (f.date, f.id), reverse=True)[:FEED_ENTRIES]
+    views = [finding_view(f, ctx.site) for f in newest]
+    # The feed's own date comes from the data: its newest finding, else the newest row.
+    updated = views[0]["updated"] if views else _latest_row_date(ctx.site)
+    return ctx.page(
+        "findings_feed.xml",
+        "findings/feed.xml",
+        findings=views,
+        updated=updated or dt.date(1970, 1, 1),
+    )
+
+
+def _findings_deps(ctx: RenderContext) -> tuple[str, ...]:
+    """What the pages listing every finding read: the findings themselves (their rows' values and
+    dates are in them) when their digest is known and there is one, else every row (the feed of
+    no findings is dated by the newest row). A row file that changes no finding re-renders none."""
+    digest = ctx.recon.findings_digest()
+    if digest is None or ctx.recon.finding_counts()[0] == 0:
+        return (deps.RECIPES, deps.ROWS)
+    return (deps.RECIPES, deps.value("findings", digest))
+
+
+def findings_page_jobs(ctx: RenderContext) -> list[PageJob]:
+    reads = _findings_deps(ctx)
+    jobs: list[PageJob] = [
+        ("findings/feed.xml", deps.depends(lambda: render_findings_feed(ctx), *reads)),
+    ]
+    for number in range(1, findings_page_count(ctx) + 1):
+        render = functools.partial(render_findings, ctx, number)
+        jobs.append((findings_page_path(number), deps.depends(render, *reads)))
+    return jobs

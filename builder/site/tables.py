@@ -1,0 +1,159 @@
+"""The bodies of the two big tables, built in Python rather than in a template loop.
+
+A recipe page carries its row table and a data table per chart: hundreds of rows of ten cells. In a
+jinja loop every cell costs an attribute lookup, a filter call and an escape through the template
+machinery, and those loops were most of a 1,000-recipe build's render time. Here a row is one
+f-string; every text value is escaped as ``markupsafe.escape`` escapes it (numbers are formatted by the
+site's ``num`` filter, digits and separators only), so nothing a contributor wrote becomes markup. The tables' heads, captions and
+wrappers stay in the templates (``partials/row_table.html``, ``partials/chart.html``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from markupsafe import Markup
+
+
+def _esc(text: str) -> str:
+    """``markupsafe.escape`` for a plain string, without building Markup objects (3x faster)."""
+    if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
+        return (
+            text.replace("&", "&amp;")
+            .replace("<", "&lt;")
+            .replace(">", "&gt;")
+            .replace('"', "&#34;")
+            .replace("'", "&#39;")
+        )
+    return text
+
+
+def chart_rows(chart: Any) -> Markup:
+    """``<tr>`` per value of a chart's data table: its columns, read from the chart's rows by position."""
+    from builder.site.render import fmt_number
+
+    index = {key: i for i, key in enumerate(chart.fields)}
+    columns = [(index.get(col.key), col.numeric) for col in chart.columns]
+    out = []
+    for row in chart.rows:
+        cells = []
+        for i, numeric in columns:
+            cell = None if i is None else row[i]
+            if numeric:
+                if cell is None or cell == "":
+                    cells.append('<td class="n">—</td>')
+                elif isinstance(cell, int | float):
+                    cells.append(f'<td class="n">{fmt_number(cell)}</td>')
+                else:
+                    cells.append(f'<td class="n">{_esc(str(cell))}</td>')
+            elif cell is None:
+                cells.append("<td></td>")
+            else:
+                cells.append(f"<td>{_esc(str(cell))}</td>")
+        out.append(f"<tr>{''.join(cells)}</tr>\n")
+    return Markup("".join(out))
+
+
+def _status_cell(st: Any) -> str:
+    if st.status == "matches":
+        return '<span class="badge ok">matches recipe</span>'
+    if st.status == "differs":
+        items = "".join(
+            f"<li><code>{_esc(d.field)}</code>: {_esc(d.row_value)} "
+            f'<span class="muted">(recipe: {_esc(d.recipe_value)})</span></li>'
+            for d in st.differences
+        )
+        return f'<span class="badge warn">differs</span><ul class="diffs">{items}</ul>'
+    return (
+        '<span class="badge muted">not recorded</span> '
+        f'<span class="muted small">{_esc(", ".join(st.unrecorded))}</span>'
+    )
+
+
+def _notes_cell(r: Mapping[str, Any]) -> str:
+    parts = []
+    if r["source"]:
+        parts.append(f'<span class="source">{_esc(r["source"])}</span>')
+    if r["harness"]:
+        parts.append(f'<br><span class="muted small">harness: {_esc(r["harness"])}</span>')
+    if r["contributor"]:
+        parts.append(f'<br><span class="muted small">by {_esc(r["contributor"])}</span>')
+    if r["notes"]:
+        parts.append(f'<p class="small">{_esc(r["notes"])}</p>')
+    return "".join(parts)
+
+
+def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
+    engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
+    if r["engine_build"]:
+        engine += f"<br><code>{_esc(r['engine_build'])}</code>"
+    return engine
+
+
+def row_table_rows(
+    rows: list[Mapping[str, Any]],
+    statuses: Mapping[int, Any],
+    anchors: Mapping[int, str],
+    marked: Collection[int],
+    default_engine: str,
+) -> Markup:
+    """``<tr>`` per row of a recipe's results table, newest first as given.
+
+    Cells that repeat from row to row (status, engine, notes: a run's rows share them) are built
+    once per distinct value.
+    """
+    from builder.site.render import fmt_number as num
+
+    marked = set(marked)
+    out = []
+    status_html: dict[int, str] = {}  # statuses are shared objects: render each once
+    engines: dict[tuple[Any, ...], str] = {}
+    notes: dict[tuple[Any, ...], str] = {}
+    texts: dict[str, str] = {}
+    dates: dict[Any, str] = {}
+    for r in rows:
+        row_id = r["row_id"]
+        st = statuses[row_id]
+        cell = status_html.get(id(st))
+        if cell is None:
+            cell = status_html[id(st)] = _status_cell(st)
+        date = dates.get(r["date"])
+        if date is None:
+            date = dates[r["date"]] = r["date"].isoformat() if isinstance(r["date"], dt.date) else ""
+        engine_key = (r["engine"], r["engine_version"], r["engine_build"])
+        engine = engines.get(engine_key)
+        if engine is None:
+            engine = engines[engine_key] = _engine_cell(r, default_engine)
+        notes_key = (r["source"], r["harness"], r["contributor"], r["notes"])
+        note = notes.get(notes_key)
+        if note is None:
+            note = notes[notes_key] = _notes_cell(r)
+        node = texts.get(r["node"])
+        if node is None:
+            node = texts[r["node"]] = _esc(r["node"])
+        prompt = (
+            '<abbr title="not recorded by the source">n/r</abbr>'
+            if r["prompt_tokens"] is None
+            else num(r["prompt_tokens"])
+        )
+        css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
+        out.append(
+            f'<tr class="{css}" id="{_esc(anchors[row_id])}">'
+            f'<td><time datetime="{date}">{date}</time></td>'
+            f"<td>{node}</td>"
+            f"<td>{engine}</td>"
+            f'<td class="n">{prompt}</td>'
+            f'<td class="n">{num(r["context_tokens"])}</td>'
+            f'<td class="n">{int(r["concurrency"])}</td>'
+            f'<td class="n">{num(r["decode_tok_s"])}</td>'
+            f'<td class="n">{num(r["aggregate_tok_s"])}</td>'
+            f'<td class="n">{num(r["prefill_tok_s"])}</td>'
+            f'<td class="n">{num(r["ttft_ms"])}</td>'
+            f'<td class="n">{num(r["itl_ms"])}</td>'
+            f"<td>{cell}</td>"
+            f'<td class="notes">{note}</td>'
+            "</tr>\n"
+        )
+    return Markup("".join(out))

@@ -1,0 +1,352 @@
+"""View models: the plain values templates receive, built from the site with batched queries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import statistics
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, overload
+
+import pyarrow as pa
+
+from builder.data import arrow_compute as pc
+from builder.content.markdown import slugify
+from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
+from builder.data.load import CaseStudy, Recipe, Site
+from builder.content.models import METRICS
+from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
+
+METRIC_LABELS: dict[str, tuple[str, str]] = {
+    "decode_tok_s": ("Decode", "tok/s per stream"),
+    "aggregate_tok_s": ("Aggregate", "tok/s"),
+    "prefill_tok_s": ("Prefill", "tok/s"),
+    "ttft_ms": ("TTFT", "ms"),
+    "itl_ms": ("ITL", "ms"),
+}
+
+ROW_COLUMNS = (
+    "row_id",
+    "date",
+    "recipe",
+    "node",
+    "engine_version",
+    "prompt_tokens",
+    "concurrency",
+    *METRICS,
+    "engine",
+    "flags",
+    "env",
+    "output_tokens",
+    "context_tokens",
+    "kv_pool_tokens",
+    "kv_tokens_per_gib",
+    "weights_gib",
+    "engine_build",
+    "driver",
+    "harness",
+    "contributor",
+    "source",
+    "notes",
+)
+
+
+def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
+    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
+
+    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
+    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
+    or its whole path under ``data/rows/`` when two of the recipe's files share a name.
+    """
+    row_ids = [r["row_id"] for r in rows]
+    # row_id is the position in the table: one gather per column, not a numpy scalar per row.
+    file_ids = site.rows.column("file_id").to_numpy()[row_ids].tolist()
+    file_rows = site.rows.column("file_row").to_numpy()[row_ids].tolist()
+    located = list(zip(row_ids, file_ids, file_rows, strict=True))
+    names: dict[int, str] = {}
+    for file_id in {f for _, f, _ in located}:
+        names[file_id] = PurePosixPath(site.row_files[file_id].source.rel).stem
+    clash = len(set(names.values())) < len(names)
+    if clash:
+        for file_id in names:
+            rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
+            names[file_id] = rel.rsplit(".", 1)[0]
+    slugs = {file_id: slugify(name) for file_id, name in names.items()}
+    line_of = {file_id: site.row_files[file_id].line_of for file_id in names}
+    return {
+        row_id: f"row-{slugs[file_id]}-{line_of[file_id](file_row)}" for row_id, file_id, file_row in located
+    }
+
+
+_ROW_ORDER = [
+    ("date", "descending", "at_end"),
+    ("prompt_tokens", "ascending", "at_end"),
+    ("context_tokens", "ascending", "at_end"),
+    ("concurrency", "ascending", "at_end"),
+    ("row_id", "ascending", "at_end"),
+]
+"""A recipe's rows, newest first (nulls last, as ``ORDER BY`` puts them); ``row_id`` breaks ties."""
+
+
+class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
+    """All rows grouped by recipe, newest first; a recipe's rows become dicts on first use.
+
+    Converting 100,000 rows to Python objects costs most of a second, and an incremental build
+    renders a handful of recipes; so each recipe's slice is converted when a page asks for it. An
+    unknown recipe has no rows (``[]``), as with a ``defaultdict``. Sorting every row cost an edit
+    build ~0.15 s at 100,000 rows, so the first few recipes asked for are taken one by one and all
+    rows are sorted only once more are wanted. Arrow only (no DuckDB): the preview keeps this after
+    the build's connection is closed.
+    """
+
+    ONE_BY_ONE = 16
+    """Recipes taken on their own before all rows are sorted at once."""
+
+    def __init__(self, site: Site) -> None:
+        self._rows = site.rows.select(list(ROW_COLUMNS))
+        counts = pc.value_counts(self._rows.column("recipe")).to_pylist()
+        self._counts: dict[str, int] = {
+            item["values"]: item["counts"] for item in sorted(counts, key=lambda item: item["values"])
+        }
+        self._table: pa.Table | None = None
+        self._slices: dict[str, tuple[int, int]] = {}
+        self._tables: dict[str, pa.Table] = {}
+        self._converted: dict[str, list[dict[str, Any]]] = {}
+
+    def _sort_all(self) -> None:
+        order = pc.sort_indices(self._rows, [("recipe", "ascending", "at_end"), *_ROW_ORDER])
+        self._table = pc.take(self._rows, order)
+        offset = 0
+        for slug, count in self._counts.items():
+            self._slices[slug] = (offset, count)
+            offset += count
+
+    def table(self, slug: str) -> pa.Table:
+        """The recipe's rows as Arrow columns (``ROW_COLUMNS``, newest first), not converted to dicts."""
+        if self._table is None and len(self._tables) >= self.ONE_BY_ONE:
+            self._sort_all()
+        if self._table is not None:
+            where = self._slices.get(slug)
+            return self._table.slice(*where) if where is not None else self._table.slice(0, 0)
+        found = self._tables.get(slug)
+        if found is None:
+            mine = pc.filter(self._rows, pc.equal(self._rows.column("recipe"), slug))
+            order = pc.sort_indices(mine, _ROW_ORDER)
+            found = self._tables[slug] = pc.take(mine, order)
+        return found
+
+    def __getitem__(self, slug: str) -> list[dict[str, Any]]:
+        rows = self._converted.get(slug)
+        if rows is None:
+            rows = _to_dicts(self.table(slug)) if slug in self._counts else []
+            self._converted[slug] = rows
+        return rows
+
+    def lazy(self, slug: str) -> LazyRows:
+        """The recipe's rows, converted only if something reads them (their number is known)."""
+        return LazyRows(self, slug, self._counts.get(slug, 0))
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._counts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._counts)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+
+class LazyRows(Sequence[dict[str, Any]]):
+    """A recipe's rows as :class:`RowsByRecipe` gives them, converted to dicts on first read.
+
+    A recipe page re-rendered from remembered values (:mod:`builder.site.page_memo`) needs its rows only
+    if its template reads them itself; ``length`` and truth tests do not convert.
+    """
+
+    def __init__(self, source: RowsByRecipe, slug: str, count: int) -> None:
+        self._source = source
+        self._slug = slug
+        self._count = count
+
+    def _rows(self) -> list[dict[str, Any]]:
+        return self._source[self._slug]
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        return self._rows()[index]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self._rows())
+
+
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _date_of(days: int) -> dt.date:
+    return dt.date.fromordinal(_EPOCH_ORDINAL + days)
+
+
+def _to_dicts(table: pa.Table) -> list[dict[str, Any]]:
+    """``table.to_pylist()``, faster: Arrow makes a ``date`` object per cell slowly (half the cost),
+    so dates come through their day numbers, each distinct day made once."""
+    columns = []
+    for column in table.columns:
+        if column.type == pa.date32():
+            columns.append(
+                [None if d is None else _date_of(d) for d in pc.cast(column, pa.int32()).to_pylist()]
+            )
+        else:
+            columns.append(column.to_pylist())
+    names = table.column_names
+    return [dict(zip(names, values)) for values in zip(*columns)]  # noqa: B905 (same lengths)
+
+
+def rows_by_recipe(site: Site) -> RowsByRecipe:
+    """All rows grouped by recipe, newest first, in one query (converted lazily)."""
+    return RowsByRecipe(site)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The figures that lead a recipe page, computed from its matching rows."""
+
+    setting: dict[str, Any]
+    date: dt.date
+    node: str
+    figures: list[tuple[str, str, float, int]]
+    """(label, unit, value, trials) per metric measured at the headline setting."""
+    weights_gib: float | None
+    kv_pool_tokens: int | None
+    unrecorded: tuple[str, ...] = ()
+    """Empty when the figures come from rows that match the recipe. Otherwise no row can be fully
+    checked (the recipe or its rows leave these fields unrecorded) and the figures come from rows
+    that agree on everything that is recorded; the page says so."""
+
+
+def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) -> Headline | None:
+    """Figures of the latest matching run at the headline setting.
+
+    Without any matching row, rows that differ in nothing recorded (status "not recorded") stand
+    in, flagged as unchecked; rows that differ are history and never lead the page.
+    """
+    matching = [r for r in rows if recon.status(r["row_id"]).status == MATCHES]
+    unrecorded: tuple[str, ...] = ()
+    if not matching:
+        candidates = [r for r in rows if recon.status(r["row_id"]).status == NOT_RECORDED]
+        if candidates:
+            # Prefer the rows that leave least unchecked: a row that records its flags and agrees
+            # with the recipe beats one that records none.
+            fewest = min(len(recon.status(r["row_id"]).unrecorded) for r in candidates)
+            matching = [r for r in candidates if len(recon.status(r["row_id"]).unrecorded) == fewest]
+            fields = {f for r in matching for f in recon.status(r["row_id"]).unrecorded}
+            unrecorded = tuple(sorted(fields))
+    if not matching:
+        return None
+    wanted = recipe.meta.headline
+    if wanted is not None:
+        key = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+    else:
+        counts: dict[tuple[Any, ...], int] = defaultdict(int)
+        for r in matching:
+            if r["concurrency"] == 1:
+                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
+        if not counts:
+            for r in matching:
+                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
+        key = max(counts, key=lambda k: (counts[k], -(k[0] or 0)))
+    at_setting = [r for r in matching if (r["prompt_tokens"], r["context_tokens"], r["concurrency"]) == key]
+    if not at_setting:
+        return None
+
+    # A run: same date, node and recorded metadata (two configurations measured on one day are two runs).
+    def run_key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            r["date"],
+            r["node"],
+            r["engine_version"],
+            r["engine_build"] or "",
+            r["flags"] or "",
+            r["env"] or "",
+        )
+
+    latest_key = max(run_key(r) for r in at_setting)
+    latest = latest_key[:2]
+    run = [r for r in at_setting if run_key(r) == latest_key]
+    figures = []
+    for metric in METRICS:
+        values = [r[metric] for r in run if r[metric] is not None]
+        if values:
+            label, unit = METRIC_LABELS[metric]
+            figures.append((label, unit, statistics.median(values), len(values)))
+    weights = next((r["weights_gib"] for r in run if r["weights_gib"] is not None), None)
+    kv_pool = next((r["kv_pool_tokens"] for r in run if r["kv_pool_tokens"] is not None), None)
+    return Headline(
+        {"prompt_tokens": key[0], "context_tokens": key[1], "concurrency": key[2]},
+        latest[0],
+        latest[1],
+        figures,
+        weights,
+        kv_pool,
+        unrecorded,
+    )
+
+
+def key_parameters(recipe: Recipe) -> list[dict[str, str]]:
+    try:
+        flags = parse_flags(recipe.meta.flags)
+    except FlagSyntaxError:
+        return []
+    notes = {k.replace("_", "-"): v for k, v in recipe.meta.flag_notes.items()}
+    out = []
+    for flag in flags:
+        value = "on" if flag.value is True else "off" if flag.value is False else str(flag.value)
+        out.append({"name": flag.name, "value": value, "why": notes.get(flag.name, "")})
+    return out
+
+
+def is_hub_id(checkpoint: str) -> bool:
+    parts = checkpoint.split("/")
+    return len(parts) == 2 and all(p and " " not in p for p in parts)
+
+
+def api_example(recipe: Recipe) -> str | None:
+    model = recipe.meta.served_model or (
+        recipe.meta.checkpoint if is_hub_id(recipe.meta.checkpoint) else None
+    )
+    if model is None:
+        return None
+    body = (
+        '{"model":"' + model + '",\n'
+        '       "messages":[{"role":"user","content":"Explain speculative decoding in two sentences."}],\n'
+        '       "max_tokens":256,"temperature":0}'
+    )
+    return (
+        "curl -s http://127.0.0.1:8000/v1/chat/completions \\\n"
+        "  -H 'Content-Type: application/json' \\\n"
+        f"  -d '{body}'"
+    )
+
+
+def recipe_command(recipe: Recipe) -> str:
+    meta = recipe.meta
+    model = meta.checkpoint if is_hub_id(meta.checkpoint) else "<repository id not recorded>"
+    return serve_command(model, meta.flags, meta.env, meta.engine)
+
+
+def case_studies_by_recipe(site: Site) -> dict[str, list[tuple[CaseStudy, str]]]:
+    out: dict[str, list[tuple[CaseStudy, str]]] = defaultdict(list)
+    for case in sorted(site.case_studies.values(), key=lambda c: (c.meta.date, c.slug), reverse=True):
+        for arm in case.meta.arms:
+            if arm.recipe:
+                out[arm.recipe].append((case, arm.role))
+    return out
