@@ -84,6 +84,6 @@ def test_descriptions_reach_the_json_schema_after_validation() -> None:
 
 def test_a_build_does_not_read_the_docstrings() -> None:
     """The point of the module: importing the models leaves their fields undescribed."""
-    code = "from builder import models; print(models.Row.model_fields['recipe'].description)"
+    code = "from builder.content import models; print(models.Row.model_fields['recipe'].description)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "None"
