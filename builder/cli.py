@@ -11,7 +11,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 
 COMMANDS: dict[str, str] = {
     "build": "Build the static site into --out (default <root>/site).",
@@ -44,34 +44,12 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"builder.commands.{name.replace('-', '_')}_cmd")
 
 
-def skip_pydantic_plugins(environ: MutableMapping[str, str]) -> None:
-    """Tell pydantic not to look for plugins, unless the user said otherwise. It looks when the first
-    model is defined, through every installed distribution's entry points (≈ 15–20 ms of each build
-    here); the builder uses none. Set only when ``python -m builder`` is the whole process."""
-    environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-
-
-def no_huge_pages_for_arrow(environ: MutableMapping[str, str]) -> None:
-    """Keep Arrow's allocator (mimalloc) from asking Linux for transparent huge pages, unless the
-    user said otherwise: it reserves its arena with ``MADV_HUGEPAGE``, and a short-lived process
-    that fills it then has the kernel zero (and, when memory is fragmented, compact) 2 MiB at a
-    time. ``check`` of 1M rows spent 1.5 s in the kernel with them and 1.05 s without (medians of 7
-    interleaved runs: 2.79 s → 2.42 s); cold and row-file builds were the same within noise.
-    mimalloc reads it when pyarrow loads, so it is set before; other allocators ignore it. It is
-    inherited by the processes a build starts. Set only when ``python -m builder`` is the whole
-    process."""
-    environ.setdefault("MIMALLOC_ALLOW_THP", "0")
-
-
 def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
     """Run one command. ``process``: this is the whole process (``python -m builder``), so a
     command that says it may (``EXIT_WITHOUT_TEARDOWN``) ends it at once when it returns (its
     exit code is kept: ``check`` returns 1 for errors it has printed)."""
     from builder.errors import BuilderError
 
-    if process:
-        skip_pydantic_plugins(os.environ)
-        no_huge_pages_for_arrow(os.environ)
     parser = make_parser()
     args = parser.parse_args(argv)
     module = _command_module(args.command)

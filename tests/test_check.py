@@ -4,16 +4,9 @@ started ahead (as ``check`` does on big sites) changes nothing printed."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-import builder.data.load
-from builder.cli import main
 from builder.commands.report import format_findings, format_github
-from builder.config import SiteConfig, load_config
+from builder.config import load_config
 from builder.engine.check import check_site
-from builder.engine.forked import Forked
 from tests.conftest import MakeSite
 from tests.rowsite import history, run, site_files
 
@@ -47,28 +40,6 @@ def test_brief_findings_are_the_full_ones_cut_down(make_site: MakeSite) -> None:
     assert format_github([], [], short.findings) == format_github([], [], full.findings)
     assert short.stats == full.stats
     assert short.summary() == full.summary()
-
-
-@pytest.mark.parametrize("fmt", ["text", "json", "github"])
-def test_check_with_the_content_load_started_ahead_prints_the_same(
-    make_site: MakeSite, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, fmt: str
-) -> None:
-    root = make_site(site_files(ROWS, **{"data/annotations.yaml": ANNOTATION}))
-    argv = ["check", "--root", str(root), "--format", fmt]
-    assert main(argv) == 0
-    plain = capsys.readouterr().out
-    started: list[Forked[Any] | None] = []
-    real = builder.data.load.start_content_load
-
-    def start(config: SiteConfig) -> Forked[Any] | None:
-        started.append(real(config))
-        return started[-1]
-
-    monkeypatch.setattr(builder.data.load, "FORK_PAGES", 0)  # the minimal site counts as big
-    monkeypatch.setattr(builder.data.load, "start_content_load", start)
-    assert main(argv) == 0
-    assert started and started[0] is not None
-    assert capsys.readouterr().out == plain
 
 
 def test_the_summary_counts_in_words_singular_for_one() -> None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from builder.cli import main
-from tests.conftest import REPO, SITES, MakeSite, run_builder
+from tests.conftest import SITES, MakeSite, run_builder
 
 
 def test_check_clean_site_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,55 +108,3 @@ def test_check_process_keeps_its_exit_code_and_whole_output(make_site: MakeSite)
     assert "data/rows/tiny/bad.csv:1: missing required column" in failed.stdout
 
 
-def test_pydantic_plugins_are_skipped_unless_the_user_asks() -> None:
-    from builder.cli import skip_pydantic_plugins
-
-    environ: dict[str, str] = {}
-    skip_pydantic_plugins(environ)
-    assert environ == {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
-    chosen = {"PYDANTIC_DISABLE_PLUGINS": "logfire"}
-    skip_pydantic_plugins(chosen)
-    assert chosen == {"PYDANTIC_DISABLE_PLUGINS": "logfire"}
-
-
-def test_arrow_is_kept_from_huge_pages_unless_the_user_asks() -> None:
-    from builder.cli import no_huge_pages_for_arrow
-
-    environ: dict[str, str] = {}
-    no_huge_pages_for_arrow(environ)
-    assert environ == {"MIMALLOC_ALLOW_THP": "0"}
-    chosen = {"MIMALLOC_ALLOW_THP": "1"}
-    no_huge_pages_for_arrow(chosen)
-    assert chosen == {"MIMALLOC_ALLOW_THP": "1"}
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads Linux's /proc")
-def test_a_builder_process_allocates_arrow_memory_without_huge_pages() -> None:
-    probe = (
-        "import os, sys\nos.environ.pop('MIMALLOC_ALLOW_THP', None)\nfrom builder.cli import main\n"
-        "main(['schema', '--check'], process=True)\n"
-        "import pyarrow as pa\npa.allocate_buffer(1 << 20)\n"
-        "status = open('/proc/self/status').read()\n"
-        "lines = [line.split() for line in status.splitlines() if line.startswith('THP_enabled')]\n"
-        "print(lines[0][1] if lines else 'unknown', file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip() in {"0", "unknown"}  # unknown: a kernel without the line
-
-
-def test_a_builder_process_never_scans_for_pydantic_plugins() -> None:
-    # The scan walks every installed distribution's entry points; its cache stays None without it.
-    probe = (
-        "import sys\nfrom builder.cli import main\n"
-        "main(['schema', '--check'], process=True)\n"
-        "import pydantic.plugin._loader as loader\n"
-        "print('SCANNED' if loader._plugins is not None else 'NOT SCANNED', file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr.strip().endswith("NOT SCANNED")

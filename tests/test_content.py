@@ -1,13 +1,8 @@
-"""Markdown bodies: ``Markdown.prerender`` gives the same rendered bodies as rendering one by one."""
+"""Markdown documents: parsed front matter, pickling, and the keys bodies render under."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
-from builder.content.markdown import FORK_BODIES, Markdown
-from builder.engine import forked
+from builder.content.markdown import Markdown
 
 
 def _body(i: int) -> str:
@@ -18,49 +13,6 @@ def _body(i: int) -> str:
         f"## Troubleshooting\n\n### Why is run {n} slow?\n\nBecause of *{n}*.\n\n"
         f"### Second question {n}\n\nAnswer.\n\n## After\n\nText {n}.\n"
     )
-
-
-@pytest.fixture
-def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the children ``prerender`` forks."""
-    started: list[int] = []
-    real = forked.Forked
-
-    def spy(compute: Any) -> Any:
-        started.append(1)
-        return real(compute)
-
-    monkeypatch.setattr(forked, "Forked", spy)
-    return started
-
-
-@pytest.mark.parametrize("count", [FORK_BODIES - 1, 3 * FORK_BODIES + 1])
-def test_prerender_equals_rendering_one_by_one(count: int, forks: list[int]) -> None:
-    bodies = [_body(i) for i in range(count)]
-    pre = Markdown()
-    pre.prerender(bodies, faq=True)
-    assert len(forks) == (1 if len(set(bodies)) >= FORK_BODIES else 0)
-    serial = Markdown()
-    for body in bodies:
-        assert pre.cache[pre._key(body, True)] == serial.render(body, faq=True)
-    assert len(pre.cache) == len(set(bodies))
-    assert pre.used == serial.used
-    # Afterwards render() is a cache hit: the same object, nothing parsed again.
-    assert pre.render(bodies[5], faq=True) is pre.cache[pre._key(bodies[5], True)]
-
-
-def test_prerender_skips_cached_bodies_and_keeps_modes_apart(forks: list[int]) -> None:
-    md = Markdown()
-    bodies = [_body(i) for i in range(2 * FORK_BODIES)]
-    first = md.render(bodies[0], faq=True)
-    md.prerender(bodies[:10], faq=True)  # nine new: below the threshold, no child
-    assert forks == []
-    assert md.render(bodies[0], faq=True) is first
-    md.prerender(bodies, faq=False)  # the other mode is another cache entry
-    assert len(forks) == 1
-    plain = md.render(bodies[0], faq=False)
-    assert plain.faq == () and first.faq != ()
-    assert "Why is run 0 slow?" in plain.html
 
 
 def test_a_pickled_document_reads_its_front_matter_when_first_asked() -> None:
@@ -97,62 +49,3 @@ def _serial(bodies: list[str]) -> Markdown:
     for body in bodies:
         serial.render(body, faq=True)
     return serial
-
-
-def test_a_child_started_early_takes_the_bodies_from_the_back() -> None:
-    """The child renders while this process does other work; finishing renders only what is left."""
-    import time
-
-    bodies = [_body(i) for i in range(3 * FORK_BODIES)]
-    md = Markdown()
-    started = md.start_prerender(bodies, faq=True)
-    deadline = time.monotonic() + 60
-    while started._get(1) > 0 and time.monotonic() < deadline:  # the child has claimed them all
-        time.sleep(0.01)
-    here: list[str] = []
-    real = md._render
-
-    def counted(body: str, faq: bool) -> Any:
-        here.append(body)
-        return real(body, faq)
-
-    md._render = counted  # type: ignore[method-assign]
-    md.finish_prerender(started)
-    assert here == []
-    serial = _serial(bodies)
-    assert md.cache == serial.cache and md.used == serial.used
-
-
-def test_bodies_a_dying_child_claimed_are_rendered_here(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    parent = os.getpid()
-    real = Markdown._render
-    calls = {"n": 0}
-
-    def dies_in_the_child(self: Markdown, body: str, faq: bool) -> Any:
-        calls["n"] += 1
-        if os.getpid() != parent and calls["n"] > 5:
-            raise RuntimeError("the child fails after claiming six bodies")
-        return real(self, body, faq)
-
-    monkeypatch.setattr(Markdown, "_render", dies_in_the_child)
-    bodies = [_body(i) for i in range(3 * FORK_BODIES)]
-    md = Markdown()
-    md.prerender(bodies, faq=True)
-    assert md.cache == _serial(bodies).cache
-
-
-def test_cancel_stops_the_child_and_reaps_it() -> None:
-    import os
-
-    md = Markdown()
-    started = md.start_prerender([_body(i) for i in range(3 * FORK_BODIES)], faq=True)
-    child = started._child
-    assert child is not None
-    pid = child._pid
-    started.cancel()
-    if pid:
-        with pytest.raises(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)  # reaped: no child left behind
-    started.cancel()  # twice is harmless

@@ -147,34 +147,3 @@ def test_duckdb_file_is_reproducible_across_row_groups() -> None:
         {"i": pa.array(range(n), pa.int64()), "s": pa.array([f"row {i * 7919 % n}" for i in range(n)])}
     )
     assert duckdb_file({"rows": table}) == duckdb_file({"rows": table})
-
-
-def test_downloads_begun_ahead_are_the_same_files(loaded: Loaded) -> None:
-    """What the engine begins before the render (SiteWideAhead) is what the data stage would make."""
-    from builder.content.markdown import Markdown
-    from builder.site.deps import no_reuse
-    from builder.site.downloads import begin_site_wide, download_files
-
-    assert loaded.recon is not None
-    site, recon = loaded.site, loaded.recon
-    ahead = begin_site_wide(site, recon, no_reuse)
-    assert ahead is not None  # nothing to keep without a previous build
-    try:
-        early = download_files(site, recon, Markdown(), no_reuse, ahead)
-    finally:
-        ahead.close()
-    assert early == download_files(site, recon, Markdown(), no_reuse)
-
-
-def test_downloads_are_not_begun_when_the_previous_ones_are_kept(loaded: Loaded) -> None:
-    from builder.site.downloads import begin_site_wide
-
-    class Keeps:
-        def key(self, name: str, *deps: str) -> bytes:
-            return name.encode()
-
-        def kept(self, key: bytes | None) -> bool:
-            return key == b"downloads"
-
-    assert loaded.recon is not None
-    assert begin_site_wide(loaded.site, loaded.recon, Keeps()) is None  # type: ignore[arg-type]

@@ -436,23 +436,17 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
         ("blobs.pickle", "flip"),
         ("rows.arrow", "flip"),
         ("rows.arrow", "empty"),
-        ("load.delta.pickle", "flip"),
     ],
 )
 @pytest.mark.parametrize("scanned", [False, True], ids=["build", "after-quick-scan"])
 def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
     site: Path, tmp_path: Path, victim: str, damage: str, scanned: bool
 ) -> None:
-    """Also when the load cache was read (and checked) on :class:`Prefetch`'s thread."""
+    """Also when the build goes on from the quick scan."""
     out = tmp_path / "out"
     build(load_config(site, out), workers=1)
     folder = state_dir(site, out.resolve())
     path = folder / victim
-    if victim == "load.delta.pickle":  # written by a build after the first
-        post = sorted((site / "content" / "posts").glob("*.md"))[0]
-        post.write_text(post.read_text(encoding="utf-8") + "\nA first edit.\n", encoding="utf-8")
-        assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
-        assert path.exists()
     data = path.read_bytes()
     if damage == "truncate":
         path.write_bytes(data[: len(data) // 2])
@@ -470,18 +464,12 @@ def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
     engine = IncrementalBuilder(load_config(site, out), workers=1)
     if scanned:
         scan = quick_scan(site, out)
-        assert (scan.prefetch is not None) == (victim != "state.pickle")
         report = engine.run(None, scan=scan)
     else:
         report = engine.build(None)
     assert report.ok, report.problems
-    if victim == "load.delta.pickle":
-        # A bad delta costs only speed: it is dropped, the base it would have amended is used.
-        assert report.cache_note is None
-        assert report.reused > 0
-    else:
-        assert report.cache_note is not None and "discarded" in report.cache_note
-        assert report.reused == 0  # nothing trusted from the broken record
+    assert report.cache_note is not None and "discarded" in report.cache_note
+    assert report.reused == 0  # nothing trusted from the broken record
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", f"{victim} {damage}")
     # The next build trusts the fresh record again.
@@ -544,7 +532,6 @@ def test_the_cli_build_goes_on_from_its_quick_scan(
         edit()
         with monkeypatch.context() as patch:
             patch.setattr(incremental, "scan_inputs", no_second_scan)
-            patch.setattr(incremental, "OutputWalk", no_second_walk)
             patch.setattr(incremental, "output_changes", no_second_walk)
             assert main(["build", "--root", str(site), "--out", str(out)]) == 0
         assert clean_build(site, tmp_path / "clean") is None
@@ -579,7 +566,7 @@ def test_kept_parses_and_bodies_go_when_the_builder_changes(
 
 
 def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: Path) -> None:
-    """``rows.arrow`` for new rows is written on a thread while pages render (loadstore.RowsFile):
+    """``rows.arrow`` for new rows is written when the build succeeds:
     a build that fails leaves neither its temporary file nor a changed ``rows.arrow``; the next
     build reads what the one that succeeded wrote."""
     out = tmp_path / "out"
@@ -709,35 +696,6 @@ def test_an_edit_build_takes_the_edited_body_from_the_search_child(
     assert here == []
     page = (out / "recipes" / recipe.stem / "index.html").read_text(encoding="utf-8")
     assert "Edited by the test." in page
-
-
-def test_a_first_build_failing_after_its_bodies_began_leaves_no_child(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The bodies start rendering in a child before reconciliation: a failure there stops it."""
-    from builder.content import markdown as content
-    from builder.engine import forked, pipeline
-
-    monkeypatch.setattr(incremental, "SUMMARY_CHILD_RECIPES", 1)
-    monkeypatch.setattr(content, "FORK_BODIES", 1)
-    children: list[Any] = []
-    real = forked.Forked
-
-    def spy(compute: Any) -> Any:
-        made = real(compute)
-        children.append(made)
-        return made
-
-    monkeypatch.setattr(forked, "Forked", spy)
-
-    def fails(*args: Any, **kwargs: Any) -> Any:
-        raise BuilderError("synthetic failure in reconciliation", "data/rows")
-
-    monkeypatch.setattr(pipeline, "reconcile_rows", fails)
-    report = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1).build(None)
-    assert [p.message for p in report.problems] == ["synthetic failure in reconciliation"]
-    pids = [child._pid for child in children]
-    assert children and all(pid == 0 for pid in pids)  # each reaped (or never forked)
 
 
 def _download_threads() -> list[str]:

@@ -250,41 +250,6 @@ def test_a_killed_build_leaves_the_previous_site_and_its_litter_is_swept(
     assert siblings(out) == []
 
 
-def test_a_tree_begun_early_publishes_what_publish_would(tmp_path: Path) -> None:
-    """Kept files linked first (the engine does it while pages render), the rest at publish."""
-    root, out = tmp_path / "root", tmp_path / "site"
-    root.mkdir()
-    publish({"a.html": b"a", "sub/b.html": b"b", "c.html": b"c"}, out, root)
-    a_inode = (out / "a.html").stat().st_ino
-    staging = output.Staging(out, root)
-    staging.link({"a.html": str(out / "a.html"), "sub/b.html": out / "sub/b.html"})
-    staging.publish({"c.html": b"new"}, {"a.html": str(out / "a.html"), "sub/b.html": out / "sub/b.html"})
-    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a", "sub/b.html": b"b", "c.html": b"new"}
-    assert (out / "a.html").stat().st_ino == a_inode  # linked, not copied
-    assert siblings(out) == ["root"]  # no staging or old tree left beside it
-
-
-def test_an_early_link_that_fails_is_done_again_at_publish(tmp_path: Path) -> None:
-    root, out = tmp_path / "root", tmp_path / "site"
-    root.mkdir()
-    publish({"a.html": b"a", "b.html": b"b"}, out, root)
-    staging = output.Staging(out, root)
-    staging.link({"a.html": str(out / "a.html"), "gone.html": str(out / "gone.html")})  # no such file
-    staging.publish({"b.html": b"new"}, {"a.html": str(out / "a.html")})
-    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a", "b.html": b"new"}
-
-
-def test_an_abandoned_tree_leaves_the_site_and_no_litter(tmp_path: Path) -> None:
-    root, out = tmp_path / "root", tmp_path / "site"
-    root.mkdir()
-    publish({"a.html": b"a"}, out, root)
-    staging = output.Staging(out, root)
-    staging.link({"a.html": str(out / "a.html")})
-    staging.abandon()
-    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"a"}
-    assert siblings(out) == ["root"]  # no staging or old tree left beside it
-
-
 # The spare tree: the replaced site begins the next build's tree -----------------------------------
 
 
@@ -333,18 +298,6 @@ def test_a_spare_tree_that_does_not_fit_gives_way_to_a_fresh_one(tmp_path: Path)
     assert siblings(out) == ["cache", "root"]
 
 
-def test_an_abandoned_tree_begun_from_the_spare_leaves_the_site(tmp_path: Path) -> None:
-    root, out, spare = tmp_path / "root", tmp_path / "site", tmp_path / "cache" / "spare"
-    root.mkdir()
-    _publish_with_spare({"a.html": b"1"}, [], out, root, spare)
-    _publish_with_spare({"a.html": b"2"}, [], out, root, spare)
-    staging = output.Staging(out, root, spare=spare)
-    staging.link({"a.html": str(out / "a.html")}, {"a.html": (out / "a.html").stat().st_ino})
-    staging.abandon()
-    assert tree(out) == {MARKER: output.MARKER_TEXT, "a.html": b"2"}
-    assert siblings(out) == ["cache", "root"] and not spare.exists()
-
-
 def test_an_interrupt_while_a_spare_tree_is_brought_up_to_date_leaves_the_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,32 +328,3 @@ def test_an_interrupt_while_a_spare_tree_is_brought_up_to_date_leaves_the_site(
     assert siblings(out) == ["cache", "root"]
     _publish_with_spare(dict.fromkeys(pages, b"v2"), [], out, root, spare)
     assert tree(out) == {MARKER: output.MARKER_TEXT, **dict.fromkeys(pages, b"v2")}
-
-
-def test_many_files_are_written_on_two_threads_and_a_failure_on_either_is_reported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root, out = tmp_path / "root", tmp_path / "site"
-    root.mkdir()
-    monkeypatch.setattr(output, "PARALLEL_WRITES", 4)
-    pages = {f"p{i}/sub/index.html": f"page {i}".encode() for i in range(9)}
-    threads: set[str] = set()
-    real = Path.write_bytes
-
-    def recording(path: Path, data: bytes) -> int:
-        import threading
-
-        threads.add(threading.current_thread().name)
-        if "/p5/" in str(path) and "fail" in threads:
-            raise OSError(errno.EIO, "Input/output error", str(path))
-        return real(path, data)
-
-    monkeypatch.setattr(Path, "write_bytes", recording)
-    publish(pages, out, root)
-    assert tree(out) == {MARKER: output.MARKER_TEXT, **pages}
-    assert threads == {"MainThread", "write-tree"}  # every other file on the helper
-    before = tree(out)
-    threads.add("fail")
-    with pytest.raises(OutputError, match="cannot write the site: Input/output error"):
-        publish(dict.fromkeys(pages, b"v2"), out, root)
-    assert tree(out) == before and siblings(out) == ["root"]

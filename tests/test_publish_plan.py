@@ -82,7 +82,7 @@ def publish_plan(
 ) -> Plan:
     """Plan ``fresh`` against ``previous`` (path → published bytes) and apply it to ``out``."""
     result = plan(Fresh(fresh), {}, {p: record(d) for p, d in previous.items()}, set(), f"{out}/")
-    apply(result, out, out.parent, tree=None, trash=tmp_path / "trash", spare=None, **how)
+    apply(result, out, out.parent, trash=tmp_path / "trash", spare=None, **how)
     return result
 
 
@@ -111,79 +111,3 @@ def test_apply_swaps_in_a_new_tree_when_the_published_one_was_tampered_with(tmp_
         tmp_path, out, {"page.html": b"page"}, {"page.html": b"page"}, in_place=False, tree_changed=True
     )
     assert tree(out) == {MARKER: (out / MARKER).read_bytes(), "page.html": b"page"}
-
-
-def test_files_written_ahead_are_published_once_with_the_rest(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from builder.engine import output
-    from builder.engine.output import Staging
-    from builder.engine.publish_plan import WriteAhead
-
-    old = {"same.html": b"same", "gone.html": b"gone"}
-    root, out = published(tmp_path, old)
-    previous = {p: record(d) for p, d in old.items()}
-    made = Fresh({"same.html": b"same", "a/page.html": b"page", "b/data.json": b"data"})
-    written: list[str] = []
-    real = output._write_file
-
-    def counted(path: str, data: bytes) -> None:
-        written.append(path.rpartition("/")[0].rpartition("/")[2] + "/" + path.rpartition("/")[2])
-        real(path, data)
-
-    monkeypatch.setattr(output, "_write_file", counted)
-    ahead = WriteAhead(made, previous, set(), f"{out}/", lambda: Staging(out, root))
-    made.files["search/index.js"] = b"late"  # the child's stage, after the thread began
-    begun = ahead.tree(made)
-    assert begun is not None
-    assert sorted(written) == ["a/page.html", "b/data.json"]  # same.html is linked, not written
-    assert made.digests["b/data.json"] == digest_bytes(b"data")  # hashed once, by the thread
-    result = plan(made, {}, previous, set(), f"{out}/")
-    apply(result, out, root, in_place=False, tree_changed=False, tree=begun, trash=tmp_path / "t", spare=None)
-    assert sorted(written) == ["a/page.html", "b/data.json", "search/index.js"]
-    assert {k: v for k, v in tree(out).items() if k != MARKER} == {
-        "same.html": b"same",
-        "a/page.html": b"page",
-        "b/data.json": b"data",
-        "search/index.js": b"late",
-    }
-    assert result.removed == ["gone.html"]
-
-
-def test_nothing_to_write_ahead_begins_no_tree(tmp_path: Path) -> None:
-    from builder.engine.publish_plan import WriteAhead
-
-    root, out = published(tmp_path, {"same.html": b"same"})
-    begun: list[int] = []
-
-    def begin() -> object:
-        begun.append(1)
-        raise AssertionError("no tree wanted")
-
-    ahead = WriteAhead(Fresh({"same.html": b"same"}), {"same.html": record(b"same")}, set(), f"{out}/", begin)  # type: ignore[arg-type]
-    assert ahead.tree(Fresh()) is None and begun == []
-
-
-def test_a_failure_while_writing_ahead_still_publishes_every_file(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import errno
-
-    from builder.engine import output
-    from builder.engine.output import Staging
-    from builder.engine.publish_plan import WriteAhead
-
-    root, out = published(tmp_path, {})
-    real = output._write_file
-    failures = {"left": 1}
-
-    def flaky(path: str, data: bytes) -> None:
-        if failures["left"]:
-            failures["left"] -= 1
-            raise OSError(errno.EIO, "Input/output error", path)
-        real(path, data)
-
-    monkeypatch.setattr(output, "_write_file", flaky)
-    made = Fresh({f"p{i}.html": b"page %d" % i for i in range(3)})
-    ahead = WriteAhead(made, {}, set(), f"{out}/", lambda: Staging(out, root))
-    begun = ahead.tree(made)
-    assert begun is not None
-    result = plan(made, {}, {}, set(), f"{out}/")
-    apply(result, out, root, in_place=False, tree_changed=True, tree=begun, trash=tmp_path / "t", spare=None)
-    assert {k: v for k, v in tree(out).items() if k != MARKER} == made.files

@@ -18,14 +18,12 @@ from builder.analysis.reconcile import (
     DIFFERS,
     MATCHES,
     NOT_RECORDED,
-    Reconciliation,
     RowStatus,
-    _recipe_shares,
-    converted_findings,
     reconcile_rows,
 )
 from builder.analysis.run_groups import combinations
 from builder.config import load_config
+from builder.engine.check import _recipe_shares, converted_findings
 from builder.engine.pipeline import load_with_annotations
 from builder.errors import Problems
 from builder.site.views import headline, rows_by_recipe
@@ -164,24 +162,6 @@ def test_findings_split_between_processes_are_the_serial_findings(tmp_path: Path
             # others (r00057's, in another share) from another process.
             assert got[0][0] != os.getpid()
             assert len({pid for pid, _ in got}) == 2
-
-
-def test_on_statuses_sees_every_rows_status_before_the_findings(tmp_path: Path) -> None:
-    """What begins on the statuses (the engine's downloads) gets them all, and is not kept waiting
-    for the findings."""
-    site, problems, annotations = load_with_annotations(load_config(_generated_site(tmp_path / "site")))
-    assert not problems
-    seen: list[tuple[list[str], bool]] = []
-
-    def on_statuses(recon: Reconciliation) -> None:
-        statuses = [recon.status(row_id).status for row_id in range(site.rows.num_rows)]
-        seen.append((statuses, recon._findings is None and recon.source is None))
-
-    result = reconcile_rows(site, annotations, Problems(), on_statuses=on_statuses)
-    assert len(seen) == 1
-    statuses, no_findings_yet = seen[0]
-    assert statuses == [result.status(row_id).status for row_id in range(site.rows.num_rows)]
-    assert no_findings_yet and result.findings
 
 
 def test_recipe_shares_are_consecutive_names_of_about_equal_rows(tmp_path: Path) -> None:

@@ -221,28 +221,3 @@ def test_a_question_s_text_is_its_recipe_s_title_and_answer_collapsed() -> None:
     got = [r.text for r in page_records(site, markdown, odd) if r.kind == "Troubleshooting"]
     expected = [" ".join(f"{e.recipe.meta.title}. {e.item.answer_text}".split()) for e in odd]
     assert got == expected
-
-
-def test_the_search_stage_announces_the_content_summary_before_pagefind_starts(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    import builder.site.search
-    from builder.content.markdown import Markdown
-    from builder.engine.pipeline import load_and_reconcile, page_independent_stages
-    from builder.site.content_summary import ContentSummary, summarize
-
-    loaded = load_and_reconcile(load_config(REPO, tmp_path / "out"))
-    events: list[str] = []
-
-    def index(shards: dict[str, dict[str, bytes]]) -> dict[str, dict[str, bytes]]:
-        events.append("pagefind")
-        return {prefix: {} for prefix in shards}
-
-    def announce(summary: ContentSummary) -> None:
-        events.append("summary")
-        assert summary == summarize(loaded.site, Markdown())
-
-    monkeypatch.setattr(builder.site.search, "_pagefind_many", index)
-    [(_, search)] = page_independent_stages(loaded.site, Markdown(), announce=announce)
-    search({})
-    assert events == ["summary", "pagefind"]

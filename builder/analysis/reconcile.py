@@ -13,12 +13,9 @@ reports the results that do not reproduce (its docstring holds the noise model),
 
 from __future__ import annotations
 
-import gc
-import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,8 +24,7 @@ from builder.analysis.findings import Finding, find_non_reproduction
 from builder.analysis.run_groups import Combinations, combinations
 from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, format_value, parse_env
 from builder.data.load import Recipe, Site
-from builder.engine.forked import Forked
-from builder.errors import Problem, Problems
+from builder.errors import Problems
 
 if TYPE_CHECKING:
     from builder.analysis.findings_memo import FindingsMemo, SiteFindings
@@ -37,11 +33,6 @@ MATCHES = "matches"
 DIFFERS = "differs"
 NOT_RECORDED = "not_recorded"
 UNKNOWN = "unknown"
-
-SPLIT_ROWS = 200_000
-"""From this many rows on, :func:`converted_findings` splits the recipes between processes."""
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -293,84 +284,3 @@ def row_statuses(site: Site, combos: Combinations) -> tuple[list[RowStatus], np.
         kind_of_combo.append(kinds.setdefault(status, len(kinds)))
     kind_of_row = np.asarray(kind_of_combo, np.int32)[combos.of_row_id] if len(combos) else combos.of_row_id
     return list(kinds), kind_of_row
-
-
-def converted_findings(
-    site: Site,
-    annotations: Sequence[LocatedAnnotation],
-    problems: Problems,
-    convert: Callable[[Finding], T],
-    *,
-    parts: int | None = None,
-) -> list[T]:
-    """``convert(finding)`` for every annotated finding, in :func:`reconcile_rows`' order, with
-    the same annotation problems (in the same order), computed on several cores.
-
-    Findings and annotations are per recipe, so the recipes (in name order, the findings' first
-    sort key) are cut into ``parts`` shares of about equal rows; forked children compute all but
-    the last share, which this process computes meanwhile, and send back only what ``convert``
-    made of their findings (a :class:`Finding` holds closures over the rows; ``check`` needs
-    JSON). ``parts`` defaults to one per core (at most 4) from :data:`SPLIT_ROWS` rows on, else 1.
-    Row statuses are not computed: only findings.
-    """
-    combos = combinations(site)  # DuckDB is not fork-safe: queried here, before any fork
-    if parts is None:
-        parts = min(len(os.sched_getaffinity(0)), 4) if site.rows.num_rows >= SPLIT_ROWS else 1
-    shares = _recipe_shares(site, combos, max(parts, 1))
-    compute = partial(_share_findings, site, combos, annotations, convert)
-    if len(shares) == 1:
-        converted, errors = compute(shares[0])
-        problems.errors.extend(errors)
-        return converted
-    # The children only read the parent's heap: frozen, the collector does not walk (and copy) it.
-    gc.freeze()
-    try:
-        children = [Forked(partial(compute, share)) for share in shares[:-1]]
-        try:
-            mine = compute(shares[-1])
-        except BaseException:
-            for child in children:
-                child.cancel()
-            raise
-        results = [child.result() for child in children] + [mine]
-    finally:
-        gc.unfreeze()
-    note_order: dict[tuple[str, int | None], int] = {(n.path, n.line): i for i, n in enumerate(annotations)}
-    errors = [problem for _, part_errors in results for problem in part_errors]
-    # Each annotation's problems come from one share: ordered by annotation, as one pass gives.
-    problems.errors.extend(sorted(errors, key=lambda p: note_order.get((p.path, p.line), -1)))
-    return [item for part, _ in results for item in part]
-
-
-def _recipe_shares(site: Site, combos: Combinations, parts: int) -> list[frozenset[str]]:
-    """Recipes in name order cut into at most ``parts`` consecutive shares of about equal rows."""
-    rows = np.bincount(combos.of_row_id, minlength=len(combos)) if len(combos) else np.zeros(0, np.int64)
-    by_recipe: dict[str, int] = dict.fromkeys(site.recipes, 0)
-    for i, slug in enumerate(combos.recipe):
-        by_recipe[slug] = by_recipe.get(slug, 0) + int(rows[i])
-    names = sorted(by_recipe)
-    total = sum(by_recipe.values())
-    shares: list[frozenset[str]] = []
-    start, running = 0, 0
-    for i, name in enumerate(names):
-        running += by_recipe[name]
-        if len(shares) < parts - 1 and running * parts >= total * (len(shares) + 1) and i + 1 < len(names):
-            shares.append(frozenset(names[start : i + 1]))
-            start = i + 1
-    shares.append(frozenset(names[start:]))
-    return shares
-
-
-def _share_findings(
-    site: Site,
-    combos: Combinations,
-    annotations: Sequence[LocatedAnnotation],
-    convert: Callable[[Finding], T],
-    share: Collection[str],
-) -> tuple[list[T], list[Problem]]:
-    findings = find_non_reproduction(site, combos, recipes=share)
-    notes = [note for note in annotations if note.entry.recipe in share]
-    problems = Problems()
-    if notes:
-        attach_annotations(findings, notes, problems)
-    return [convert(finding) for finding in findings], problems.errors

@@ -23,21 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
-    from builder.data.load import start_content_load
+    from builder.engine.check import check_site
 
     config = load_config(args.root)
-    # The content pages load on the other core while this one imports the row stages.
-    started = start_content_load(config)
-    try:
-        from builder.engine.check import check_site
-    except BaseException:
-        if started is not None:
-            started.cancel()
-        raise
-    from builder.commands.report import format_findings, format_github, format_text
-
-    report = check_site(config, strict=args.strict, full=args.format == "json", started=started)
+    report = check_site(config, strict=args.strict, full=args.format == "json")
     if args.format == "json":
         print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
     elif args.format == "github":

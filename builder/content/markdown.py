@@ -22,82 +22,6 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 FAQ_HEADING = "troubleshooting"
-FORK_BODIES = 64
-"""From this many bodies to render, :meth:`Markdown.prerender` shares them with a forked child."""
-
-
-class Prerendering:
-    """Bodies rendered by two processes from the two ends of one list until they meet.
-
-    Two counters in memory shared with the forked child say how far each end has got: this
-    process claims the next body from the front, the child the next from the back, each by
-    moving its own counter before rendering, and each stops when the next body is one the other
-    has claimed. A counter read late only makes its reader render a body twice, never skip one,
-    and whatever neither sent back (a child that died) is rendered here at the end. A split
-    fixed in advance cannot know how long the child had alone (a first build starts it before
-    reconciling, ≈ 0.45 s).
-    """
-
-    def __init__(self, markdown: Markdown, items: list[tuple[str, str]], faq: bool) -> None:
-        self._markdown = markdown
-        self._items = items
-        self._faq = faq
-        self._shared: Any = None
-        self._child: Any = None
-        if len(items) < FORK_BODIES:
-            return
-        import mmap
-
-        from builder.engine.forked import Forked
-
-        self._shared = mmap.mmap(-1, 16)  # shared with the child: [front, back)
-        self._set(0, 0)
-        self._set(1, len(items))
-        self._child = Forked(self._from_back)
-
-    def _get(self, slot: int) -> int:
-        return int.from_bytes(self._shared[slot * 8 : slot * 8 + 8], "little")
-
-    def _set(self, slot: int, value: int) -> None:
-        self._shared[slot * 8 : slot * 8 + 8] = value.to_bytes(8, "little")
-
-    def _from_back(self) -> list[tuple[int, RenderedBody]]:
-        done = []
-        index = self._get(1) - 1
-        while index >= self._get(0):
-            self._set(1, index)
-            done.append((index, self._markdown._render(self._items[index][1], self._faq)))
-            index -= 1
-        return done
-
-    def finish(self) -> list[tuple[str, RenderedBody]]:
-        """Every body, rendered here or by the child, as (key, rendered)."""
-        items, render, faq = self._items, self._markdown._render, self._faq
-        rendered: dict[int, RenderedBody] = {}
-        child, self._child = self._child, None
-        try:
-            if child is None:
-                return [(key, render(body, faq)) for key, body in items]
-            index = 0
-            while index < self._get(1):
-                self._set(0, index + 1)
-                rendered[index] = render(items[index][1], faq)
-                index += 1
-        except BaseException:
-            if child is not None:
-                child.cancel()
-            raise
-        rendered.update(child.result())
-        self._shared.close()
-        return [
-            (key, rendered[i] if i in rendered else render(body, faq)) for i, (key, body) in enumerate(items)
-        ]
-
-    def cancel(self) -> None:
-        """Stop the child (the build failed before it needed the bodies)."""
-        child, self._child = self._child, None
-        if child is not None:
-            child.cancel()
 
 
 @dataclass(frozen=True)
@@ -266,29 +190,10 @@ class Markdown:
         return result
 
     def prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> None:
-        """Render every body not cached yet, shared with a forked child when there are many.
-
-        A cold build needs every recipe body before its pages (the FAQ index counts questions):
-        rendered one by one that is a second of one core while the other waits.
-        """
-        self.finish_prerender(self.start_prerender(bodies, faq=faq))
-
-    def start_prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> Prerendering:
-        """Begin rendering every body not cached yet: when there are many, a forked child starts on
-        them now, from the last; :meth:`finish_prerender` renders from the first until they meet.
-        A build starts this before its reconciliation, which leaves the other core idle."""
-        todo: dict[str, str] = {}
+        """Render every body not cached yet (a cold build needs every recipe body before its pages:
+        the FAQ index counts questions)."""
         for source in bodies:
-            key = self._key(source, faq)
-            self.used.add(key)
-            if key not in self._cache:
-                todo.setdefault(key, _body(source))
-        return Prerendering(self, list(todo.items()), faq)
-
-    def finish_prerender(self, started: Prerendering) -> None:
-        """Render what the child has not taken, then take its bodies (:meth:`start_prerender`)."""
-        for key, rendered in started.finish():
-            self._cache[key] = rendered
+            self.render(source, faq=faq)
 
     @property
     def cache(self) -> dict[str, RenderedBody]:

@@ -27,17 +27,14 @@ from builder.content.models import (
     PostMeta,
     RecipeMeta,
 )
-from builder.engine.forked import Forked
 from builder.errors import BuilderError, Problems
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
-# The row stages (numpy, Arrow, DuckDB) are imported by load_site: importing this module stays
-# light, so ``check`` can start the content load (start_content_load) before those imports.
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from builder.data.loadcache import LoadCache, PageEntry
+    from builder.data.loadcache import LoadCache
     from builder.data.rows import ParsedFile, RowFile
 
 M = TypeVar("M", bound=BaseModel)
@@ -349,21 +346,14 @@ def _check_row_strings(
             problems.error(parsed.source.rel, parsed.line_of(file_row), f"{column}: {bad[value]}")
 
 
-FORK_PAGES = 200
-"""Recipes from which the content loads in a forked child while the rows load (below, forking
-costs more than it saves)."""
-
-
 @dataclass
 class _Content:
-    """Every content page, as :func:`_load_content` loads them (picklable: it may come from a child)."""
+    """Every content page, as :func:`_load_content` loads them."""
 
     recipes: dict[str, Recipe]
     case_studies: dict[str, CaseStudy]
     posts: dict[str, Post]
     problems: Problems
-    cache_pages: dict[tuple[str, bytes], PageEntry] = field(default_factory=dict)
-    used_pages: set[tuple[str, bytes]] = field(default_factory=set)
 
 
 def _load_content(
@@ -377,23 +367,7 @@ def _load_content(
         root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache, scanned=scanned
     )
     posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache, scanned=scanned)
-    if cache is None:
-        return _Content(recipes, case_studies, posts, problems)
-    return _Content(recipes, case_studies, posts, problems, cache.pages, cache.used_pages)
-
-
-def start_content_load(config: SiteConfig) -> Forked[_Content] | None:
-    """Begin loading the content pages in a forked child now, when :func:`load_site` would fork
-    for them (many recipes; no cache), to hand to ``load_site(started=...)``.
-
-    ``check`` calls it before importing the row and findings stages, so the pages load on the
-    other core while those imports (numpy, Arrow, DuckDB) take this one, instead of competing
-    with the rows' parse. The caller hands it to load_site or cancels it.
-    """
-    recipes = config.root / "content" / "recipes"
-    if not recipes.is_dir() or len(_content_files(recipes)[0]) < FORK_PAGES:
-        return None
-    return Forked(functools.partial(_load_content, config.root, None))
+    return _Content(recipes, case_studies, posts, problems)
 
 
 def load_site(
@@ -402,17 +376,11 @@ def load_site(
     *,
     extra_row_files: list[RowFile] | None = None,
     cache: LoadCache | None = None,
-    started: Forked[_Content] | None = None,
-    on_content: Callable[[Site], None] | None = None,
 ) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``.
 
     ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
-    the site and the problems are the same either way. ``started``: the content load that
-    :func:`start_content_load` began for this site (without a cache); this call finishes it.
-    ``on_content``: called, when the pages load from ``cache`` without a problem, with a site of
-    those pages alone (no row files, no rows) before the rows load: for a stage that reads only
-    content, begun in a forked child meanwhile (the engine's search).
+    the site and the problems are the same either way.
     """
     import pyarrow as pa
 
@@ -429,72 +397,39 @@ def load_site(
     nodes = _load_yaml_mapping(
         root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
     )
-    # Recipe slugs are file names: known before any front matter is parsed, so the rows can be
-    # validated against them while the content loads (in a forked child, on the other core, when
-    # there is much of it and nothing cached).
+    # Recipe slugs are file names: the rows are validated against them whatever the front matter says.
     names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
     # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
     scanned = cache.scanned if cache is not None else None
     if cache is not None:
         cache.scanned = None  # good for this load only
-    compute = functools.partial(_load_content, root, cache, scanned)
-    if started is not None and cache is not None:
-        started.cancel()
-        raise ValueError("a content load started ahead is for a load without a cache")
-    content: Forked[_Content] | None = (
-        started
-        if started is not None
-        else Forked(compute)
-        if len(names) >= FORK_PAGES and (cache is None or not cache.pages)
-        else None
-    )
+    loaded = _load_content(root, cache, scanned)
     row_problems = Problems()
-    try:
-        if content is None:
-            loaded = compute()
-            if on_content is not None and not loaded.problems.errors and not problems.errors:
-                no_rows: Any = None  # a content stage reads none
-                pages = (loaded.recipes, loaded.case_studies, loaded.posts)
-                on_content(Site(config, hardware, nodes, *pages, [], no_rows, None))
-        read = cache is not None and scanned is None  # else read only when parsed
-        files = discover_row_files(root, read=read) + list(extra_row_files or [])
-        con: duckdb.DuckDBPyConnection | None = None
+    read = cache is not None and scanned is None  # else read only when parsed
+    files = discover_row_files(root, read=read) + list(extra_row_files or [])
+    con: duckdb.DuckDBPyConnection | None = None
 
-        def connect() -> duckdb.DuckDBPyConnection:
-            nonlocal con
-            if con is None:
-                import duckdb
+    def connect() -> duckdb.DuckDBPyConnection:
+        nonlocal con
+        if con is None:
+            import duckdb
 
-                con = duckdb.connect()
-            return con
+            con = duckdb.connect()
+        return con
 
-        if cache is None:
-            from builder.data.ingest import ingest_rows
+    if cache is None:
+        from builder.data.ingest import ingest_rows
 
-            parsed, raw = parse_row_files(files, row_problems)
-            if content is not None:
-                # The pages are unpickled while the rows validate in Arrow and DuckDB (no GIL).
-                content.prefetch()
-            rows = ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
-            del raw
-        else:
-            from builder.data.loadcache import load_rows
+        parsed, raw = parse_row_files(files, row_problems)
+        rows = ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
+        del raw
+    else:
+        from builder.data.loadcache import load_rows
 
-            parsed, rows = load_rows(
-                files, connect, recipe_slugs, node_ids, row_problems, cache.rows, scanned
-            )
-            if con is not None:
-                con.register("rows", rows)
-    except BaseException:
-        if content is not None:
-            content.cancel()
-        raise
-    if content is not None:
-        loaded = content.result()
-        if cache is not None:
-            cache.pages.update(loaded.cache_pages)
-            cache.used_pages |= loaded.used_pages
+        parsed, rows = load_rows(files, connect, recipe_slugs, node_ids, row_problems, cache.rows, scanned)
+        if con is not None:
+            con.register("rows", rows)
     recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
     # In the order a sequential load reports them: content first, then rows.
     for part in (loaded.problems, row_problems):

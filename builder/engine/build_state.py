@@ -106,29 +106,20 @@ def read_cache(path: Path) -> Any:
 HEADER_SIZE = len(MAGIC) + 4 + CHECKSUM_SIZE
 """Magic, format and checksum before a cache file's pickled payload."""
 
-LOAD_BASE, LOAD_BLOBS, LOAD_DELTA = "load.pickle", "blobs.pickle", "load.delta.pickle"
+LOAD_BASE, LOAD_BLOBS = "load.pickle", "blobs.pickle"
 """The load cache's files (:mod:`builder.engine.loadstore`)."""
 ROWS_TABLE = "rows.arrow"
 """The rows table, Arrow IPC, checked whole."""
 
 
-def load_cache_files(folder: Path) -> dict[Path, int]:
-    """The load cache's files in ``folder``, each with the length of its header."""
-    pickles = (LOAD_BASE, LOAD_BLOBS, LOAD_DELTA)
-    return {**{folder / name: HEADER_SIZE for name in pickles}, folder / ROWS_TABLE: 0}
-
-
-def read_cache_checked(path: Path, fetched: Fetched | None = None) -> tuple[Any, bytes] | None:
-    """:func:`read_cache` with the payload's checksum (what :func:`write_cache` returned).
-
-    ``fetched``: the file as :class:`Prefetch` mapped and checked it."""
-    if fetched is None:
-        fetched = fetch(path, HEADER_SIZE)
-    if fetched.missing:
+def read_cache_checked(path: Path) -> tuple[Any, bytes] | None:
+    """:func:`read_cache` with the payload's checksum (what :func:`write_cache` returned)."""
+    try:
+        data = read_mapped(path)
+    except FileNotFoundError:
         return None
-    if fetched.error is not None:
-        raise CacheCorrupt(f"cannot read {path.name}: {fetched.error}") from None
-    data = fetched.data
+    except OSError as exc:
+        raise CacheCorrupt(f"cannot read {path.name}: {exc.strerror or type(exc).__name__}") from None
     head = HEADER_SIZE
     with data:
         if len(data) < head or data[: len(MAGIC)] != MAGIC:
@@ -137,7 +128,7 @@ def read_cache_checked(path: Path, fetched: Fetched | None = None) -> tuple[Any,
             raise CacheCorrupt(f"{path.name} is from another version of the builder")
         digest, payload = bytes(data[len(MAGIC) + 4 : head]), data[head:]
         try:
-            if fetched.checksum != digest:
+            if checksum(payload) != digest:
                 raise CacheCorrupt(f"{path.name} fails its checksum")
             try:
                 return pickle.loads(payload), digest
@@ -145,57 +136,6 @@ def read_cache_checked(path: Path, fetched: Fetched | None = None) -> tuple[Any,
                 raise CacheCorrupt(f"{path.name} cannot be loaded: {type(exc).__name__}") from None
         finally:
             payload.release()
-
-
-@dataclass
-class Fetched:
-    """A file mapped into memory with the checksum of its bytes from ``skip`` on."""
-
-    data: memoryview = field(default_factory=lambda: memoryview(b""))
-    checksum: bytes | None = None
-    """None when the file is shorter than the part skipped."""
-    missing: bool = False
-    error: str | None = None
-    """Why it could not be read."""
-
-
-def fetch(path: Path, skip: int) -> Fetched:
-    """``path`` mapped, with the checksum of its bytes after the first ``skip``."""
-    try:
-        data = read_mapped(path)
-    except FileNotFoundError:
-        return Fetched(missing=True)
-    except OSError as exc:
-        return Fetched(error=exc.strerror or type(exc).__name__)
-    if len(data) < skip:
-        return Fetched(data)
-    with data[skip:] as payload:
-        return Fetched(data, checksum(payload))
-
-
-class Prefetch:
-    """Cache files mapped and checksummed on a thread, while the main thread imports what the
-    build needs (the checksum lets go of the GIL: an edit build checks ≈ 50 MB of load cache
-    beside ≈ 0.15 s of imports instead of after them)."""
-
-    def __init__(self, files: dict[Path, int]) -> None:
-        import threading
-
-        self._files = files
-        self._done: dict[Path, Fetched] = {}
-        self._thread = threading.Thread(target=self._run, name="cache-prefetch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        for path, skip in self._files.items():
-            self._done[path] = fetch(path, skip)
-
-    def take(self, path: Path) -> Fetched | None:
-        """The file as fetched (once; later takes and unknown paths give None)."""
-        if path not in self._files:
-            return None
-        self._thread.join()
-        return self._done.pop(path, None)
 
 
 def read_mapped(path: Path) -> memoryview:
@@ -367,10 +307,8 @@ class QuickScan:
     """The templates folder the scan looked at."""
     folder: Path | None = None
     """The record's folder (:func:`state_dir`)."""
-    prefetch: Prefetch | None = None
-    """The load cache being fetched, for the build that goes on."""
-    walk: OutputWalk | None = None
-    """The published site being checked against :attr:`state`, for the build that goes on."""
+    changes: tuple[set[str], set[str]] | None = None
+    """:func:`output_changes` of the published site against :attr:`state` (None when not walked)."""
 
 
 def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
@@ -398,14 +336,9 @@ def quick_scan(root: str | Path, out: str | Path | None = None) -> QuickScan:
     if environment_key(sources, _source_date_epoch()) != state.environment:
         return QuickScan(None)
     inputs = scan_inputs(sources, state.inputs)
-    # The published site is checked on a thread from here on: the build that follows (inputs
-    # changed) takes the result after its imports and the record, instead of starting the walk then
-    # and waiting for it.
-    walk = OutputWalk(out_path, state)
-    go_on = QuickScan(None, state, inputs, sources.templates, folder, walk=walk)
-    if inputs.digests != state.inputs.digests or walk.result() != (set(), set()):
-        go_on.prefetch = Prefetch(load_cache_files(folder))
-        return go_on
+    changes = output_changes(out_path, state)
+    if inputs.digests != state.inputs.digests or changes != (set(), set()):
+        return QuickScan(None, state, inputs, sources.templates, folder, changes)
     from builder.engine.output import remove_leftovers  # light: os, shutil, tempfile
 
     remove_leftovers(out_path)
@@ -434,32 +367,3 @@ def output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:
     damaged = {rel for rel, rec in state.outputs.items() if found.get(rel) != rec.stat}
     extra = set(found) - set(state.outputs)
     return damaged, extra
-
-
-# --------------------------------------------------------------------------------------------------
-
-
-class OutputWalk:
-    """:func:`builder.engine.build_state.output_changes` on a thread."""
-
-    def __init__(self, out: Path, state: State) -> None:
-        import threading
-
-        self.state = state
-        self._out: tuple[set[str], set[str]] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(out,), name="output-changes", daemon=True)
-        self._thread.start()
-
-    def _run(self, out: Path) -> None:
-        try:
-            self._out = output_changes(out, self.state)
-        except BaseException as exc:  # noqa: BLE001 - raised where the result is taken
-            self._error = exc
-
-    def result(self) -> tuple[set[str], set[str]]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._out is not None
-        return self._out

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import gc
+import os
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
-from builder.analysis.findings import Finding
-from builder.analysis.reconcile import converted_findings
+import numpy as np
+
+from builder.analysis.annotations import LocatedAnnotation, attach_annotations
+from builder.analysis.findings import Finding, find_non_reproduction
+from builder.analysis.run_groups import Combinations, combinations
 from builder.config import SiteConfig
+from builder.data.load import Site
 from builder.engine.forked import Forked
 from builder.engine.pipeline import load_with_annotations
-from builder.errors import Problem
+from builder.errors import Problem, Problems
 from builder.wording import counted
 
 
@@ -69,16 +77,13 @@ def brief(finding: Finding) -> dict[str, Any]:
     }
 
 
-def check_site(
-    config: SiteConfig, *, strict: bool = False, full: bool = True, started: Forked[Any] | None = None
-) -> CheckReport:
+def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -> CheckReport:
     """Load and validate everything and find the findings (on every core for a big site).
 
     ``full``: each finding as ``as_json()`` (the ``--format json`` contract); otherwise only
-    what :func:`brief` keeps. ``started``: the content load begun ahead
-    (:func:`builder.data.load.start_content_load`), finished here.
+    what :func:`brief` keeps.
     """
-    site, problems, annotations = load_with_annotations(config, started=started)
+    site, problems, annotations = load_with_annotations(config)
     stats = {
         "rows": site.rows.num_rows,
         "row_files": len(site.row_files),
@@ -93,3 +98,90 @@ def check_site(
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
     return CheckReport(stats, sorted(problems.errors), sorted(problems.warnings), findings, strict)
+
+
+SPLIT_ROWS = 200_000
+"""From this many rows on, :func:`converted_findings` splits the recipes between processes."""
+
+T = TypeVar("T")
+
+
+def converted_findings(
+    site: Site,
+    annotations: Sequence[LocatedAnnotation],
+    problems: Problems,
+    convert: Callable[[Finding], T],
+    *,
+    parts: int | None = None,
+) -> list[T]:
+    """``convert(finding)`` for every annotated finding, in :func:`reconcile_rows`' order, with
+    the same annotation problems (in the same order), computed on several cores.
+
+    Findings and annotations are per recipe, so the recipes (in name order, the findings' first
+    sort key) are cut into ``parts`` shares of about equal rows; forked children compute all but
+    the last share, which this process computes meanwhile, and send back only what ``convert``
+    made of their findings (a :class:`Finding` holds closures over the rows; ``check`` needs
+    JSON). ``parts`` defaults to one per core (at most 4) from :data:`SPLIT_ROWS` rows on, else 1.
+    Row statuses are not computed: only findings.
+    """
+    combos = combinations(site)  # DuckDB is not fork-safe: queried here, before any fork
+    if parts is None:
+        parts = min(len(os.sched_getaffinity(0)), 4) if site.rows.num_rows >= SPLIT_ROWS else 1
+    shares = _recipe_shares(site, combos, max(parts, 1))
+    compute = partial(_share_findings, site, combos, annotations, convert)
+    if len(shares) == 1:
+        converted, errors = compute(shares[0])
+        problems.errors.extend(errors)
+        return converted
+    # The children only read the parent's heap: frozen, the collector does not walk (and copy) it.
+    gc.freeze()
+    try:
+        children = [Forked(partial(compute, share)) for share in shares[:-1]]
+        try:
+            mine = compute(shares[-1])
+        except BaseException:
+            for child in children:
+                child.cancel()
+            raise
+        results = [child.result() for child in children] + [mine]
+    finally:
+        gc.unfreeze()
+    note_order: dict[tuple[str, int | None], int] = {(n.path, n.line): i for i, n in enumerate(annotations)}
+    errors = [problem for _, part_errors in results for problem in part_errors]
+    # Each annotation's problems come from one share: ordered by annotation, as one pass gives.
+    problems.errors.extend(sorted(errors, key=lambda p: note_order.get((p.path, p.line), -1)))
+    return [item for part, _ in results for item in part]
+
+
+def _recipe_shares(site: Site, combos: Combinations, parts: int) -> list[frozenset[str]]:
+    """Recipes in name order cut into at most ``parts`` consecutive shares of about equal rows."""
+    rows = np.bincount(combos.of_row_id, minlength=len(combos)) if len(combos) else np.zeros(0, np.int64)
+    by_recipe: dict[str, int] = dict.fromkeys(site.recipes, 0)
+    for i, slug in enumerate(combos.recipe):
+        by_recipe[slug] = by_recipe.get(slug, 0) + int(rows[i])
+    names = sorted(by_recipe)
+    total = sum(by_recipe.values())
+    shares: list[frozenset[str]] = []
+    start, running = 0, 0
+    for i, name in enumerate(names):
+        running += by_recipe[name]
+        if len(shares) < parts - 1 and running * parts >= total * (len(shares) + 1) and i + 1 < len(names):
+            shares.append(frozenset(names[start : i + 1]))
+            start = i + 1
+    shares.append(frozenset(names[start:]))
+    return shares
+
+
+def _share_findings(
+    site: Site,
+    combos: Combinations,
+    annotations: Sequence[LocatedAnnotation],
+    convert: Callable[[Finding], T],
+    share: Collection[str],
+) -> tuple[list[T], list[Problem]]:
+    findings = find_non_reproduction(site, combos, recipes=share)
+    notes = [note for note in annotations if note.entry.recipe in share]
+    problems = Problems()
+    if notes:
+        attach_annotations(findings, notes, problems)
+    return [convert(finding) for finding in findings], problems.errors

@@ -34,17 +34,14 @@ reuse of earlier outputs (:mod:`builder.engine.depindex`), rendering in worker p
 
 from __future__ import annotations
 
-import functools
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from builder.engine.build_state import (
     BuildReport,
     OutputRecord,
-    OutputWalk,
     QuickScan,
     State,
     dir_stat,
@@ -52,51 +49,20 @@ from builder.engine.build_state import (
     output_changes,
     state_dir,
 )
-from builder.engine.depindex import (
-    OutputFiles,
-    digest_parts,
-)
+from builder.engine.depindex import DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
 from builder.engine.inputs import Inputs, rescan_paths, scan_inputs
 from builder.engine.page_reuse import Fingerprints, sort_jobs
-from builder.engine.publish_plan import Fresh, WriteAhead, apply, plan
+from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
 from builder.engine.render_pool import Progress, raise_first, render_jobs, worker_count
-from builder.engine.stage_setup import StageSetup, begin_stages, fork_search, stage_setup
 from builder.errors import BuildAborted, BuilderError
 
 if TYPE_CHECKING:
-    from builder.analysis.reconcile import Reconciliation
     from builder.config import SiteConfig
-    from builder.content.markdown import Markdown, Prerendering, RenderedBody
-    from builder.data.load import Site
+    from builder.content.markdown import RenderedBody
     from builder.data.loadcache import LoadCache
-    from builder.engine.early_stages import EarlyStages
-    from builder.engine.output import Linker, Staging
     from builder.engine.pipeline import Loaded
-    from builder.site.deps import Reuse
-    from builder.site.downloads import SiteWideAhead
     from builder.site.render import RenderContext
-
-
-SUMMARY_CHILD_RECIPES = 200
-"""From this many recipes, a build without a search child works out the content summary in a
-forked child of its own (≈ 0.15 s of Python at 1,000 recipes, beside the render context's)."""
-
-FEW_CHANGES = 4
-"""A rebuild whose changed inputs are at most this many row files and content pages is expected to
-render few pages, in this process: it begins ``rows.arrow`` and the site-wide downloads on threads
-as soon as the rows' statuses are known (see ``_begin_downloads``)."""
-
-
-def few_changes(changed: set[str] | None, output_changed: bool, workers: int | None) -> bool:
-    """Whether a rebuild is expected to render few pages, in this process (see :data:`FEW_CHANGES`):
-    a guess (a wrong one costs time, not correctness: threads begun early are waited for before a
-    fork)."""
-    if changed is None or output_changed:
-        return False
-    if workers == 1:
-        return True  # renders in this process whatever it renders
-    return 0 < len(changed) <= FEW_CHANGES and all(k.startswith(("data/rows/", "content/")) for k in changed)
 
 
 class IncrementalBuilder:
@@ -136,16 +102,6 @@ class IncrementalBuilder:
         self._markdown: dict[str, RenderedBody] | None = None
         self._cache_code: bytes | None = None
         """Builder code and toolchain the load cache was made with."""
-        self._early: EarlyStages | None = None
-        """Stages started in a child by the build under way."""
-        self._linker: Linker | None = None
-        """The output tree the build under way has begun."""
-        self._prerendering: Prerendering | None = None
-        """A first build's recipe bodies, being rendered while it reconciles."""
-        self._write_ahead: WriteAhead | None = None
-        """The files the build under way writes into its tree while its last stages finish."""
-        self._ahead: SiteWideAhead | None = None
-        """The site-wide downloads of the build under way, begun before its render."""
 
     # Public ---------------------------------------------------------------------------------------
 
@@ -254,25 +210,7 @@ class IncrementalBuilder:
         if changed is not None:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
-        try:
-            report = self._run(changed, scan)
-        finally:
-            if self._early is not None:
-                self._early.cancel()  # stages a failed build did not wait for
-                self._early = None
-            if self._prerendering is not None:
-                self._prerendering.cancel()  # bodies a failed build did not wait for
-                self._prerendering = None
-            if self._write_ahead is not None:
-                self._write_ahead.abandon()  # a tree begun but not published
-                self._write_ahead = None
-            if self._linker is not None:
-                self._linker.abandon()
-                self._linker = None
-            self._record.abandon_rows()
-            if self._ahead is not None:
-                self._ahead.close()  # its threads finish (a failed build did not take the files)
-                self._ahead = None
+        report = self._run(changed, scan)
         self._unsettled = set()
         return report
 
@@ -291,15 +229,7 @@ class IncrementalBuilder:
         self.config = config = load_config(self.config.root, self.config.out, verbose=self.config.verbose)
         if scan is not None and (scan.folder != self._record.folder or scan.templates != config.templates):
             scan = None  # made for another site or output
-        # The published site is checked against the record (thousands of lstat calls, which let go
-        # of the GIL) on a thread while this one unpickles the rest of the record (begun by the
-        # quick scan, when there was one).
-        walk = None
-        if scan is not None and scan.state is not None:
-            walk = scan.walk if scan.walk is not None else OutputWalk(config.out, scan.state)
-        restored = self._record.read(
-            scan.state if scan is not None else None, scan.prefetch if scan is not None else None
-        )
+        restored = self._record.read(scan.state if scan is not None else None)
         if restored is not None:
             self._state, self._cache = restored.state, restored.cache
             self._markdown, self._cache_code = restored.markdown, restored.code
@@ -313,12 +243,10 @@ class IncrementalBuilder:
             inputs = rescan_paths(config, state.inputs, set(changed)) or scan_inputs(config, state.inputs)
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
-        damaged: set[str]
-        extra: set[str]
         if state is None:
             damaged, extra = set(), set()
-        elif walk is not None and walk.state is state:
-            damaged, extra = walk.result()
+        elif scan is not None and scan.state is state and scan.changes is not None:
+            damaged, extra = scan.changes
         else:
             damaged, extra = output_changes(config.out, state)
         lap("scan")
@@ -344,8 +272,8 @@ class IncrementalBuilder:
         seconds: dict[str, float],
         mark: float,
     ) -> BuildReport:
+        from builder.content.markdown import Markdown
         from builder.data.loadcache import LoadCache
-        from builder.engine.early_stages import EarlyStages
         from builder.engine.pipeline import load_and_reconcile, output_stages
 
         def lap(name: str) -> None:
@@ -371,86 +299,39 @@ class IncrementalBuilder:
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
             cache.changed = changed
-        begun = begin_stages(self._markdown, config.out, inputs, state, environment, damaged, changed)
-        setups: list[StageSetup] = []
-
-        def start_search(site: Site) -> None:
-            """The search child, forked once: on the content pages as soon as they are loaded (or
-            the site reused), else on the whole site. Not in a first build (see stage_setup)."""
-            if state is not None and self._early is None:
-                self._early = fork_search(begun, inputs, cache, site)
-
-        def setup(site: Site) -> None:
-            start_search(site)
-            setups.append(stage_setup(begun, site, cache, inputs))
-
-        def statuses_known(site: Site, recon: Reconciliation) -> None:
-            if setups and few_changes(changed, bool(damaged or extra), self.workers):
-                self._begin_downloads(site, recon, cache, setups[0].memo)
-
-        if reused:
-            start_search(reused.site)
-        # A first build starts no stage early: its setup waits for reconciliation (the load stage
-        # stays what it measures). Its recipe bodies begin rendering in a child meanwhile.
-        loaded = reused or load_and_reconcile(
-            config,
-            cache=cache,
-            on_loaded=setup if state is not None else functools.partial(self._start_bodies, begun.markdown),
-            on_content=start_search if state is not None else None,
-            on_statuses=statuses_known if state is not None else None,
-        )
+        loaded = reused or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
-        from builder.engine.output import Linker
         from builder.site.deps import declared
         from builder.site.render import import_renderers, make_context, page_jobs
 
         assert loaded.recon is not None
         site = loaded.site
-        if not setups:  # a template-only rebuild reused the loaded site
-            setup(site)
-        stages = setups[0]
-        markdown, deps_index, memo, glob = stages.markdown, stages.deps_index, stages.memo, stages.glob
-        prints = Fingerprints(glob, deps_index, inputs.digests, stages.changed_templates)
         previous = state.outputs if state is not None else {}
+        glob = global_digest(inputs, environment)
+        if state is None or state.glob != glob:
+            changed = None  # the earlier digests are another build's: nothing can be carried over
+        memo = StageMemo(
+            state.memo if state is not None else {},
+            lambda p: p in previous and p not in damaged,
+            config.out,
+            glob,
+            None,
+        )
+        deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
+        memo.deps_index = deps_index
+        changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
+        prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
+        markdown = Markdown(self._markdown if self._markdown is not None else {})
         out = config.out
-        early = self._early if self._early is not None else EarlyStages([], markdown, memo)
         earlier = self._context if reused else None
-        pages = None
-        if self.keep_context:  # the preview: pages' values for the next template-only rebuild
-            from builder.site.page_memo import PageMemo
+        ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None)
+        if self.persist:
+            from builder.engine.template_cache import template_cache
 
-            pages = earlier.memo if earlier is not None and earlier.memo is not None else PageMemo()
-        summary_source, summary_child = stages.summary_source, None
-        if summary_source is None and len(site.recipes) >= SUMMARY_CHILD_RECIPES:
-            # No search child to work it out (a first build): the bodies are rendered here, for the
-            # render workers, and the summary is worked out from them beside the render context.
-            from builder.engine.forked import Forked
-            from builder.site.content_summary import prerender_bodies, summarize
-
-            self._settle_threads()  # a child must not inherit them
-            started, self._prerendering = self._prerendering, None
-            prerender_bodies(site, markdown, started)
-            summary_child = Forked(functools.partial(summarize, site, markdown))
-            summary_source = summary_child.result
-        try:
-            ctx = make_context(
-                site,
-                loaded.recon,
-                markdown,
-                earlier.rows if earlier else None,
-                memo=pages,
-                summary_source=summary_source,
-            )
-            if self.persist:
-                from builder.engine.template_cache import template_cache
-
-                ctx.env.bytecode_cache = template_cache(config.cache_dir, code)
-            jobs = page_jobs(ctx)
-        finally:
-            if summary_child is not None:
-                summary_child.cancel()  # taken by page_jobs; otherwise not left running
+            ctx.env.bytecode_cache = template_cache(config.cache_dir, code)
+        jobs = page_jobs(ctx)
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
@@ -461,34 +342,9 @@ class IncrementalBuilder:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
-        # The new output tree is begun now, the unchanged pages linked into it on another thread
-        # while pages render (system calls: ~0.2 s for 6,000 files). Not while render workers
-        # are forked: then it starts after them.
-        linker: Linker | None = None
-        if self.atomic and state is not None and kept:
-            inodes = {path: records[path].stat[0] for path in kept}
-            linker = self._linker = Linker(out, config.root, kept, inodes, self._record.spare)
-        forks = workers > 1 and len(pending) > 1
-        if forks:
-            self._settle_threads()  # begun early, expecting few pages: not inherited by the workers
+        if workers > 1 and len(pending) > 1:
             import_renderers(jobs[i][0] for i in pending)
-        if linker is not None and not forks:
-            linker.start()
-        # rows.arrow is written beside the render when no fork follows (no render workers, and not
-        # a first build, which forks its search child just after the render).
-        rows_now = not forks and state is not None
-        if rows_now and self._ahead is None:
-            self._begin_downloads(site, ctx.recon, cache, memo)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
-        if state is None:
-            # A first build starts them once the render workers are done, beside the data stage
-            # (see builder.engine.stage_setup).
-            from builder.engine.pipeline import page_independent_stages
-
-            stages_now = page_independent_stages(site, markdown, memo)
-            self._early = early = EarlyStages(stages_now, markdown, memo)
-        if linker is not None and forks:
-            linker.start()
         failed = [r for r in results if r.error is not None]
         if failed:
             raise_first(failed)
@@ -505,23 +361,11 @@ class IncrementalBuilder:
             if deps is not None:
                 made.deps[path] = deps
         lap("render")
-        if not rows_now:
-            self._record.begin_rows(cache)  # after the last fork of the build
 
         files = OutputFiles(fresh, kept, out)
         in_place = not self.atomic and state is not None and not damaged and not extra
-        producers = output_stages(site, ctx, memo, self._ahead)
-        for index, (name, stage) in enumerate(producers):
-            if name in early and not in_place and self._write_ahead is None:
-                if all(later in early for later, _ in producers[index:]):
-                    # Only the child's stages are left: while it finishes, what is made is written
-                    # (on a thread) and the record's Python work is done.
-                    self._write_ahead = WriteAhead(
-                        made, previous, damaged, out_prefix, self._tree_maker(config)
-                    )
-                    used = markdown.used
-                    self._record.prepare(cache, {k: v for k, v in markdown.cache.items() if k in used})
-            produced = early.files(name) if name in early else stage(files)
+        for name, stage in output_stages(site, ctx, memo):
+            produced = stage(files)
             for path in produced:
                 if path in fresh or path in kept:
                     raise BuilderError(f"two producers write {path}", "<builder>")
@@ -529,13 +373,6 @@ class IncrementalBuilder:
             lap(name)
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
-        tree = None
-        if self._write_ahead is not None:
-            tree = self._write_ahead.tree(made)
-            self._write_ahead = None  # its tree is published or abandoned by apply
-        if tree is None and self._linker is not None:
-            tree = self._linker.staging()
-        self._linker = None  # published or abandoned by apply
         published = plan(made, records, previous, damaged, out_prefix)
         new_records = published.records
         apply(
@@ -544,7 +381,6 @@ class IncrementalBuilder:
             config.root,
             in_place=in_place,
             tree_changed=bool(damaged or extra) or state is None,
-            tree=tree,
             trash=config.cache_dir / "trash",
             spare=self._record.spare,
         )
@@ -584,45 +420,6 @@ class IncrementalBuilder:
             cache_note=self._record.note,
             seconds=seconds,
         )
-
-    def _begin_downloads(self, site: Site, recon: Reconciliation, cache: LoadCache, memo: Reuse) -> None:
-        """``rows.arrow`` and the site-wide downloads (unless the last build's are kept), begun on
-        threads: Arrow's writers and DuckDB let go of the GIL, and the other core is mostly idle
-        until the render."""
-        from builder.site.downloads import begin_site_wide
-
-        self._record.begin_rows(cache)
-        if self._ahead is None:
-            self._ahead = begin_site_wide(site, recon, memo)
-
-    def _settle_threads(self) -> None:
-        """Wait for the threads :meth:`_begin_downloads` began (before a fork: a child must not
-        inherit a thread inside Arrow's allocator or DuckDB); what they made stays available."""
-        self._record.wait_rows()
-        if self._ahead is not None:
-            self._ahead.close()
-
-    def _start_bodies(self, markdown: Markdown, site: Site) -> None:
-        """A first build's recipe bodies begin rendering in a forked child while it reconciles (the
-        other core is idle then); the render context's preparation finishes them."""
-        if len(site.recipes) >= SUMMARY_CHILD_RECIPES:
-            from builder.site.content_summary import start_prerender_bodies
-
-            self._prerendering = start_prerender_bodies(site, markdown)
-
-    def _tree_maker(self, config: SiteConfig) -> Callable[[], Staging]:
-        """How :class:`WriteAhead` gets its tree: the one the linker began (with the kept pages in),
-        else a new one."""
-        linker = self._linker
-        if linker is not None:
-            return linker.staging
-
-        def begin() -> Staging:
-            from builder.engine.output import Staging
-
-            return Staging(config.out, config.root, spare=self._record.spare)
-
-        return begin
 
     def _reuse_loaded(
         self,

@@ -99,40 +99,6 @@ def _scan_tree(target: Path) -> _Present:
     return _Present(files, folders)
 
 
-PARALLEL_WRITES = 256
-"""From this many files, a tree's files are written by two threads (the writes let go of the GIL):
-a first build's 3,500 files (280 MB) took 0.23-0.47 s on one, 0.14-0.32 s on two."""
-
-
-def _write_file(path: str, data: bytes) -> None:
-    Path(path).write_bytes(data)
-
-
-def _write_files(items: list[tuple[str, bytes]]) -> None:
-    """Write each (path, bytes), the folders made: every other file on a helper thread, the rest
-    on this one. An error on either is raised here once both are done."""
-    import threading
-
-    failed: list[BaseException] = []
-
-    def write_share() -> None:
-        try:
-            for path, data in items[1::2]:
-                _write_file(path, data)
-        except BaseException as exc:  # noqa: BLE001 - raised by the calling thread below
-            failed.append(exc)
-
-    helper = threading.Thread(target=write_share, name="write-tree", daemon=True)
-    helper.start()
-    try:
-        for path, data in items[0::2]:
-            _write_file(path, data)
-    finally:
-        helper.join()
-    if failed:
-        raise failed[0]
-
-
 def _write_tree(
     target: Path,
     files: Mapping[str, bytes],
@@ -140,23 +106,15 @@ def _write_tree(
     *,
     marker: bool = True,
     present: _Present | None = None,
-    made: set[str] | None = None,
 ) -> None:
     """Write ``files`` and link ``reuse`` into ``target``: an empty folder, or a reused tree
     (``present``) whose files are replaced only where they differ — unlinked first, never written
-    into: a reused tree shares its inodes with the published site. ``made``: the folders an
-    earlier call made in the empty folder (updated)."""
+    into: a reused tree shares its inodes with the published site."""
     # Plain strings and os calls: thousands of files, and pathlib's objects cost more than the links.
-    # Folders by one mkdir each, parents first (``os.makedirs`` costs several calls and a recursion
-    # per folder: most of this function's time, on a thread that shares the GIL with the build).
     base = os.fspath(target)
-    if present is not None:
-        made = present.folders
-    elif made is None:
-        made = {""}
+    made = present.folders if present is not None else {""}
     there = present.files if present is not None else {}
     wanted = present.inodes if present is not None else {}
-    deferred: list[tuple[str, bytes]] | None = [] if len(files) >= PARALLEL_WRITES else None
     for rel in sorted({*files, *reuse}):
         path = f"{base}/{rel}"
         data = files.get(rel)
@@ -170,12 +128,8 @@ def _write_tree(
             _make_folders(base, folder, made)
         if data is None:
             _link_or_copy(os.fspath(reuse[rel]), path)
-        elif deferred is not None:
-            deferred.append((path, data))
         else:
-            _write_file(path, data)
-    if deferred:
-        _write_files(deferred)
+            Path(path).write_bytes(data)
     if marker:
         if there.pop(MARKER, None) is not None:
             os.unlink(f"{base}/{MARKER}")
@@ -295,19 +249,14 @@ def publish(
 
 
 class Staging:
-    """The new tree of :func:`publish`, begun early: unchanged files can be linked into it (on
-    another thread: the work is system calls) while the build still makes the others.
+    """The new tree of :func:`publish`, written beside the output and swapped in.
 
     With ``spare`` (a folder of the cache on the output's file system) the tree begins from the site
     before last, which the previous publish kept there, instead of an empty folder: most of its files
     are already the hard links this build wants (the same inode as the published file), so only what
-    changed since is unlinked and linked or written again, and what is gone is removed. Creating
-    ≈ 1,300 folders and 3,400 links every build, and deleting the replaced tree, cost an edit build
-    of the synthetic site 0.3–0.6 s of system calls. The reused tree is only ever changed by
-    unlinking: its files share inodes with the published site, which is never written into.
-
-    Call :meth:`publish` or :meth:`abandon` once; :meth:`link` and :meth:`write_ahead` may be called
-    before, from one thread at a time.
+    changed since is unlinked and linked or written again, and what is gone is removed. The reused
+    tree is only ever changed by unlinking: its files share inodes with the published site, which is
+    never written into.
     """
 
     def __init__(self, out: Path, root: Path, *, spare: Path | None = None) -> None:
@@ -322,18 +271,13 @@ class Staging:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
         self.spare = spare
         self._present: _Present | None = None
-        self._unscanned = spare is not None and (spare / MARKER).is_file() and self._take(spare)
-        """The tree is the spare one, not listed yet (:meth:`_scanned`: on the linking thread)."""
+        if spare is not None and (spare / MARKER).is_file() and self._take(spare):
+            self._present = _scan_tree(self.path)
+            self._present.files.pop(STAGING_MARKER, None)
         try:
             (self.path / STAGING_MARKER).write_bytes(b"")
         except OSError as exc:
             raise OutputError(f"cannot create a folder beside the output: {exc.strerror}", parent) from None
-        self.linked: set[str] = set()
-        self.ahead: dict[str, bytes] = {}
-        """Files :meth:`write_ahead` wrote, which :meth:`publish` does not write again."""
-        self._made = {""}
-        """Folders made so far in an empty tree (a reused one lists its own)."""
-        self._broken = False
 
     def _take(self, spare: Path) -> bool:
         """Move the spare tree to :attr:`path`; False (and an empty folder) if it cannot be."""
@@ -347,44 +291,6 @@ class Staging:
             self.path.mkdir(exist_ok=True)
             return False
 
-    def _scanned(self) -> _Present | None:
-        """What the reused tree holds, listed on first use (≈ 1,300 folders: 0.02–0.04 s of system
-        calls, done on the thread that links rather than before the pages render)."""
-        if self._unscanned:
-            self._unscanned = False
-            self._present = _scan_tree(self.path)
-            self._present.files.pop(STAGING_MARKER, None)
-        return self._present
-
-    def link(self, reuse: Mapping[str, str | Path], inodes: Mapping[str, int] | None = None) -> None:
-        """Hard-link ``reuse`` (output path → file of the previous output) into the tree now.
-
-        ``inodes``: the inode of each of those files, for a reused tree to keep the links it has.
-        A failure is not raised here: :meth:`publish` then starts the tree again, and reports it."""
-        try:
-            present = self._scanned()
-            if present is not None:
-                present.inodes = inodes or {}
-            _write_tree(self.path, {}, reuse, marker=False, present=present, made=self._made)
-        except OSError:
-            self._broken = True
-        else:
-            self.linked.update(reuse)
-
-    def write_ahead(self, files: Mapping[str, bytes]) -> None:
-        """Write ``files`` into the tree now, before :meth:`publish` is given the rest (a first
-        build writes its pages while Pagefind still indexes). A failure is not raised here: as
-        for :meth:`link`, :meth:`publish` then starts the tree again."""
-        try:
-            _write_tree(self.path, files, {}, marker=False, present=self._scanned(), made=self._made)
-        except OSError:
-            self._broken = True
-        else:
-            self.ahead.update(files)
-
-    def abandon(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
     def publish(
         self,
         files: Mapping[str, bytes],
@@ -393,32 +299,22 @@ class Staging:
         trash: Path | None = None,
         inodes: Mapping[str, int] | None = None,
     ) -> None:
-        """Write ``files``, link the rest of ``reuse`` (what :meth:`link` did not), swap the tree in."""
+        """Write ``files``, link ``reuse``, swap the tree in."""
         out, staging = self.out, self.path
         old: Path | None = None
-        if not self._broken:
-            try:
-                self._scanned()
-            except OSError:
-                self._broken = True
         try:
-            if self._broken:  # linking or writing early failed midway: everything again, afresh
-                self._restart()
-            rest = {k: v for k, v in reuse.items() if k not in self.linked}
-            ahead = self.ahead
-            unwritten = {k: v for k, v in files.items() if ahead.get(k) is not v} if ahead else files
             if self._present is not None:
                 if inodes is not None:
                     self._present.inodes = inodes
                 try:
-                    _write_tree(staging, unwritten, rest, present=self._present)
+                    _write_tree(staging, files, reuse, present=self._present)
                     _remove_rest(staging, self._present)
                 except OSError:
                     # A reused tree that does not fit (a folder where a file now goes): a fresh one.
                     self._restart()
                     _write_tree(staging, files, reuse)
             else:
-                _write_tree(staging, unwritten, rest, made=self._made)
+                _write_tree(staging, files, reuse)
             (staging / STAGING_MARKER).unlink()
             os.chmod(staging, 0o755)
             # Swap in one step where the kernel can; otherwise two renames, undone on failure.
@@ -447,12 +343,11 @@ class Staging:
             self._retire(old, trash)
 
     def _restart(self) -> None:
-        """Begin the tree again in an empty folder (nothing linked, no reused tree)."""
+        """Begin the tree again in an empty folder (no reused tree)."""
         shutil.rmtree(self.path, ignore_errors=True)
         self.path.mkdir()
         (self.path / STAGING_MARKER).write_bytes(b"")
-        self.linked, self._present, self._unscanned = set(), None, False
-        self.ahead, self._made = {}, {""}
+        self._present = None
 
     def _retire(self, old: Path, trash: Path | None) -> None:
         """The replaced site: kept as the next build's spare tree when there is a place for it,
@@ -496,29 +391,3 @@ def update_in_place(files: Mapping[str, bytes], removed: Iterable[str], out: Pat
     except OSError as exc:
         reason = "no space left on the device" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
         raise OutputError(f"cannot write the site: {reason}", exc.filename or out) from None
-
-
-class Linker:
-    """A :class:`builder.engine.output.Staging` tree with ``kept`` linked into it on a thread."""
-
-    def __init__(
-        self, out: Path, root: Path, kept: dict[str, str], inodes: dict[str, int], spare: Path | None
-    ) -> None:
-        import threading
-
-        self._staging = Staging(out, root, spare=spare)
-        self._thread = threading.Thread(
-            target=self._staging.link, args=(dict(kept), inodes), name="link-kept", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def staging(self) -> Staging:
-        """The tree, once the kept files are in."""
-        if self._thread.is_alive() or self._thread.ident is not None:
-            self._thread.join()
-        return self._staging
-
-    def abandon(self) -> None:
-        self.staging().abandon()

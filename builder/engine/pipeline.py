@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,11 +15,7 @@ from builder.errors import BuildAborted, Problem, Problems
 from builder.site.deps import Reuse, no_reuse
 
 if TYPE_CHECKING:
-    from builder.content.markdown import Markdown
     from builder.data.loadcache import LoadCache
-    from builder.engine.forked import Forked
-    from builder.site.content_summary import ContentSummary
-    from builder.site.downloads import SiteWideAhead
     from builder.site.render import RenderContext
 
 
@@ -53,51 +48,28 @@ class Loaded:
 
 
 def load_with_annotations(
-    config: SiteConfig,
-    timings: Timings | None = None,
-    *,
-    cache: LoadCache | None = None,
-    started: Forked[Any] | None = None,
-    on_content: Callable[[Site], None] | None = None,
+    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
 ) -> tuple[Site, Problems, list[LocatedAnnotation]]:
-    """The load stage: the site (possibly partial), every problem found, and the annotations.
-
-    ``started``: a content load begun ahead (:func:`builder.data.load.start_content_load`);
-    ``on_content``: see :func:`builder.data.load.load_site`."""
+    """The load stage: the site (possibly partial), every problem found, and the annotations."""
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure(
-        "load", lambda: load_site(config, problems, cache=cache, started=started, on_content=on_content)
-    )
+    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
     return site, problems, load_annotations(config.root, site.recipes, problems)
 
 
 def load_and_reconcile(
-    config: SiteConfig,
-    timings: Timings | None = None,
-    *,
-    cache: LoadCache | None = None,
-    on_loaded: Callable[[Site], None] | None = None,
-    on_content: Callable[[Site], None] | None = None,
-    on_statuses: Callable[[Site, Reconciliation], None] | None = None,
+    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
 ) -> Loaded:
     """Load and validate everything; reconcile only when the input is valid.
 
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.data.loadcache`).
-    ``on_loaded`` is called with the site once it loaded without problems, before reconciliation
-    (the engine starts the stages that need no reconciliation then); ``on_content`` with its
-    content pages alone as soon as they are loaded (:func:`builder.data.load.load_site`);
-    ``on_statuses`` with the site and its reconciliation once the rows' statuses are known, before
-    the findings (see :func:`builder.analysis.reconcile.reconcile_rows`).
     """
     timings = timings or Timings()
-    site, problems, annotations = load_with_annotations(config, timings, cache=cache, on_content=on_content)
+    site, problems, annotations = load_with_annotations(config, timings, cache=cache)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
     if problems:
         return Loaded(site, problems, None)
-    if on_loaded is not None:
-        on_loaded(site)
     memo = None
     if cache is not None:
         from builder.analysis.findings_memo import FindingsMemo, data_unchanged, recipe_keys, statuses_key
@@ -112,10 +84,7 @@ def load_and_reconcile(
         if status_key is None:
             status_key = statuses_key(entries, keys)
         memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
-    statuses = functools.partial(on_statuses, site) if on_statuses is not None else None
-    recon = timings.measure(
-        "reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo, on_statuses=statuses)
-    )
+    recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
     if cache is not None and memo is not None:
         cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)
@@ -132,9 +101,7 @@ class BuildResult:
 Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
 
 
-def output_stages(
-    site: Site, ctx: RenderContext, reuse: Reuse = no_reuse, ahead: SiteWideAhead | None = None
-) -> list[tuple[str, Stage]]:
+def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> list[tuple[str, Stage]]:
     """Producers of output files that read the rendered pages, in order, after the page jobs.
 
     Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
@@ -142,37 +109,18 @@ def output_stages(
     memoise its files across builds with ``reuse`` (see :class:`builder.site.deps.Reuse`).
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
-    from builder.site.toolkit import reader_files
-
-    return [
-        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse, ahead)),
-        *page_independent_stages(site, ctx.markdown, reuse),
-    ]
-
-
-def page_independent_stages(
-    site: Site,
-    markdown: Markdown,
-    reuse: Reuse = no_reuse,
-    announce: Callable[[ContentSummary], None] | None = None,
-) -> list[tuple[str, Stage]]:
-    """The stages of :func:`output_stages` that read no page, only the site and its markdown (the
-    engine starts them before the pages, in a forked child: same files, sooner). ``announce``: given
-    the content summary as soon as the search records are known (:mod:`builder.site.content_summary`),
-    before Pagefind starts."""
     from builder.site.faq import faq_entries
     from builder.site.search import SearchPlan, page_records, search_files
+    from builder.site.toolkit import reader_files
 
     def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
-        entries = faq_entries(site, markdown)
-        plan = SearchPlan.of(page_records(site, markdown, entries))
-        if announce is not None:
-            from builder.site.content_summary import summarize
+        plan = SearchPlan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
+        return search_files(site, ctx.markdown, files, reuse, plan)
 
-            announce(summarize(site, markdown, plan, entries))
-        return search_files(site, markdown, files, reuse, plan)
-
-    return [("search", search)]
+    return [
+        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
+        ("search", search),
+    ]
 
 
 def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:

@@ -9,17 +9,13 @@ publishes (atomically, or in place for the preview) and records the new files' i
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from builder.engine.build_state import OutputRecord
 from builder.engine.depindex import KEPT
 from builder.engine.inputs import digest_bytes
-
-if TYPE_CHECKING:
-    from builder.engine.output import Staging
 
 
 @dataclass
@@ -87,64 +83,6 @@ def plan(
     return Plan(write, link, sorted(set(previous) - set(records)), records)
 
 
-class WriteAhead:
-    """The files a build has made so far, written into its new tree on a thread while it waits for
-    the stages still running in a child: publishing then writes only the rest.
-
-    A first build of the synthetic site waits 1–2 s for Pagefind after its data stage, then wrote
-    3,500 files (0.2–0.5 s); now the 2,246 it has by then are written during the wait, the 1,268 of
-    the search bundle after it (the wait, the write and the save: 1.80 → 1.67 s, medians of 6
-    interleaved cold builds). The files written are those :func:`plan` will write (the same rule,
-    applied to the same bytes), into the tree the linker began, else into a new one; none is begun
-    when there is nothing to write (a build whose pages came out the same publishes nothing)."""
-
-    def __init__(
-        self,
-        fresh: Fresh,
-        previous: Mapping[str, OutputRecord],
-        damaged: set[str],
-        out_prefix: str,
-        begin: Callable[[], Staging],
-    ) -> None:
-        import functools
-        import threading
-
-        # A copy: the build adds the child's files to ``fresh`` while this thread reads.
-        made = Fresh(dict(fresh.files), dict(fresh.digests))
-        self._tree: Staging | None = None
-        self.digests: dict[str, bytes] = {}
-        """Digest of every file planned (hashed here, not again by the final plan)."""
-        planned = functools.partial(plan, made, {}, previous, damaged, out_prefix)
-        self._thread = threading.Thread(
-            target=self._write, args=(planned, begin), name="write-ahead", daemon=True
-        )
-        self._thread.start()
-
-    def _write(self, planned: Callable[[], Plan], begin: Callable[[], Staging]) -> None:
-        try:
-            ahead = planned()
-            self.digests = {path: record.digest for path, record in ahead.records.items()}
-            if ahead.write:
-                self._tree = begin()
-                self._tree.write_ahead(ahead.write)
-        except Exception:  # noqa: BLE001 - publishing does it all again and reports what fails
-            pass
-
-    def tree(self, fresh: Fresh) -> Staging | None:
-        """The tree begun, once its files are in (None: none was); ``fresh`` gets the digests."""
-        self._thread.join()
-        for path, digest in self.digests.items():
-            fresh.digests.setdefault(path, digest)
-        return self._tree
-
-    def abandon(self) -> None:
-        """Remove the tree (the build failed before publishing it)."""
-        self._thread.join()
-        if self._tree is not None:
-            self._tree.abandon()
-            self._tree = None
-
-
 def apply(
     plan: Plan,
     out: Path,
@@ -152,13 +90,11 @@ def apply(
     *,
     in_place: bool,
     tree_changed: bool,
-    tree: Staging | None,
     trash: Path,
     spare: Path | None,
 ) -> None:
     """Publish ``plan`` into ``out``: file by file when ``in_place`` (the preview), else by swapping
-    in a new tree (``tree`` when one was begun: see :class:`builder.engine.output.Linker` and
-    :class:`WriteAhead`). Nothing is published when nothing changed, unless ``tree_changed`` (a
+    in a new tree. Nothing is published when nothing changed, unless ``tree_changed`` (a
     first build, or a published tree that was tampered with)."""
     from builder.engine.output import publish, remove_leftovers, update_in_place
 
@@ -167,13 +103,8 @@ def apply(
         update_in_place(write, plan.removed, out, root)
     elif not in_place and (write or plan.removed or tree_changed):
         inodes = {path: records[path].stat[0] for path in plan.link}
-        if tree is not None:
-            tree.publish(write, plan.link, trash=trash, inodes=inodes)
-        else:
-            publish(write, out, root, reuse=plan.link, trash=trash, spare=spare, inodes=inodes)
+        publish(write, out, root, reuse=plan.link, trash=trash, spare=spare, inodes=inodes)
     else:
-        if tree is not None:
-            tree.abandon()
         remove_leftovers(out)
         return
     for path in write:

@@ -19,11 +19,10 @@ from builder.engine import loadstore
 from builder.engine.build_state import (
     ROWS_TABLE,
     CacheCorrupt,
-    Fetched,
-    Prefetch,
     State,
-    fetch,
+    checksum,
     read_cache,
+    read_mapped,
     write_cache,
 )
 
@@ -58,13 +57,11 @@ class Record:
         self._saved_typed: Any = None
         self._saved_rows_digest: bytes | None = None
         self._base: loadstore.Base | None = None
-        """``blobs.pickle`` as on disk, for the next save to write a delta against."""
+        """``blobs.pickle`` as on disk."""
         self._page_blobs: dict[Any, bytes] = {}
         self._body_blobs: dict[Any, bytes] = {}
         """Each kept parse and rendered body as last pickled, by its content key: a save pickles
         only the new ones (pickling every page's models again cost ~0.1 s of an edit build)."""
-        self._rows_file: loadstore.RowsFile | None = None
-        """``rows.arrow`` of the build under way, being written."""
 
     @property
     def spare(self) -> Path | None:
@@ -72,10 +69,10 @@ class Record:
         :class:`builder.engine.output.Staging`); None without a kept record."""
         return self.folder / "spare" if self.persist else None
 
-    def read(self, state_read: State | None = None, prefetch: Prefetch | None = None) -> Restored | None:
+    def read(self, state_read: State | None = None) -> Restored | None:
         """The record, once per process (later calls: None); ``state_read``: ``state.pickle`` as
-        already read, ``prefetch``: the load cache's files as being read. None when there is none
-        or it is unreadable (then it is discarded and :attr:`note` says why)."""
+        already read. None when there is none or it is unreadable (then it is discarded and
+        :attr:`note` says why)."""
         if self._read or not self.persist:
             return None
         self._read = True
@@ -84,7 +81,7 @@ class Record:
             state = state_read if state_read is not None else read_cache(folder / "state.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")
-            stored = loadstore.read(folder, prefetch) if state is not None else None
+            stored = loadstore.read(folder) if state is not None else None
             if state is None or stored is None:
                 return None
             cache, code = stored.cache, stored.code
@@ -95,7 +92,7 @@ class Record:
                 raise CacheCorrupt(f"blobs.pickle cannot be loaded: {type(exc).__name__}") from None
             self._page_blobs, self._body_blobs = stored.pages, stored.bodies
             rows = folder / ROWS_TABLE
-            cache.rows.typed = _read_rows(rows, stored.rows_digest, prefetch.take(rows) if prefetch else None)
+            cache.rows.typed = _read_rows(rows, stored.rows_digest)
             self._saved_load = loadstore.load_signature(cache, markdown, code)
             stored.base.signature = self._saved_load[0]
             self._base = stored.base
@@ -112,7 +109,7 @@ class Record:
         self._base = None
 
     def discard(self) -> None:
-        for name in ("state.pickle", loadstore.BASE, loadstore.BLOBS, loadstore.DELTA, ROWS_TABLE):
+        for name in ("state.pickle", loadstore.BASE, loadstore.BLOBS, ROWS_TABLE):
             try:
                 (self.folder / name).unlink()
             except OSError:
@@ -128,41 +125,6 @@ class Record:
         except OSError:
             pass  # a cache that cannot be written only costs speed
 
-    def begin_rows(self, cache: LoadCache) -> None:
-        """Begin writing ``rows.arrow`` when the rows table is new (not for a build that keeps
-        nothing; in a build that forks, after its forks: a child must not inherit a thread inside
-        Arrow's allocator)."""
-        typed = cache.rows.typed
-        if self._rows_file is not None and self._rows_file.typed is typed:
-            return  # begun already
-        if self.persist and typed is not None and typed is not self._saved_typed:
-            self.abandon_rows()
-            self._rows_file = loadstore.RowsFile(self.folder, typed)
-
-    def wait_rows(self) -> None:
-        """Wait until the ``rows.arrow`` begun is written (before a fork)."""
-        if self._rows_file is not None:
-            self._rows_file.wait()
-
-    def abandon_rows(self) -> None:
-        """The rows begun by a build that did not finish are not kept."""
-        if self._rows_file is not None:
-            self._rows_file.abandon()
-            self._rows_file = None
-
-    def prepare(self, cache: LoadCache, markdown: dict[str, Any]) -> None:
-        """Do the Python work of :meth:`save` that the build's last steps cannot change, while the
-        build has nothing else to do (a first build waits 1–2 s for Pagefind's child): settle the
-        cache, pickle its pages and ``markdown``'s bodies. :meth:`save` then reuses the pickles."""
-        if not self.persist:
-            return
-        cache.settle()
-        # Added to, not replaced: the bodies the search child sends back after this are used too,
-        # and those kept from the last save must not be pickled again then (≈ 0.03 s at 1,000).
-        # New dicts: the ones read may be the base's, which says what is on disk.
-        self._page_blobs = {**self._page_blobs, **loadstore.blobs(cache.pages, self._page_blobs)}
-        self._body_blobs = {**self._body_blobs, **loadstore.blobs(markdown, self._body_blobs)}
-
     def save(self, state: State, cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> None:
         """Write the record; the load cache only when it changed (it is most of the bytes)."""
         if not self.persist:
@@ -175,14 +137,8 @@ class Record:
             signature = loadstore.load_signature(cache, markdown, code)
             if signature != self._saved_load:
                 rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
-                rows_file, self._rows_file = self._rows_file, None
-                if typed is not None and rows_digest is None and rows_file is not None:
-                    if rows_file.typed is typed:
-                        rows_digest = rows_file.commit()
-                    else:
-                        rows_file.abandon()
-                if typed is not None and rows_digest is None:  # not begun beside the render
-                    rows_digest = loadstore.RowsFile(folder, typed).commit()
+                if typed is not None and rows_digest is None:
+                    rows_digest = loadstore.write_rows(folder, typed)
                 page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
                 body_blobs = loadstore.blobs(markdown, self._body_blobs)
                 self._base = loadstore.write(
@@ -197,7 +153,7 @@ class Record:
             self.discard()
 
 
-def _read_rows(path: Path, digest: bytes | None, fetched: Fetched | None) -> Any:
+def _read_rows(path: Path, digest: bytes | None) -> Any:
     """``rows.arrow`` as an Arrow table, checked against ``digest`` (None: no rows kept)."""
     if digest is None:
         return None
@@ -205,13 +161,13 @@ def _read_rows(path: Path, digest: bytes | None, fetched: Fetched | None) -> Any
 
     # Mapped, not read: the table's buffers stay in the file's pages (the file is only ever
     # replaced, never written into, so they stay valid).
-    if fetched is None:
-        fetched = fetch(path, 0)
-    if fetched.missing or fetched.error is not None:
-        raise CacheCorrupt("rows.arrow is missing")
-    if fetched.checksum != digest:
+    try:
+        data = read_mapped(path)
+    except OSError:
+        raise CacheCorrupt("rows.arrow is missing") from None
+    if checksum(data) != digest:
         raise CacheCorrupt("rows.arrow fails its checksum")
     try:
-        return pa.ipc.open_file(pa.py_buffer(fetched.data)).read_all()
+        return pa.ipc.open_file(pa.py_buffer(data)).read_all()
     except pa.ArrowInvalid as exc:
         raise CacheCorrupt(f"rows.arrow cannot be read: {exc}") from None

@@ -2,11 +2,7 @@
 
 The search page names the file-system fallback by a hash of every search record and lists the
 index shards; the troubleshooting pages list every question of every recipe. Knowing that means
-reading every body (its rendered markdown), which an edit build otherwise has no reason to do: the
-search stage does it anyway, in a forked child (:mod:`builder.engine.early_stages`). So the child works
-this summary out first and sends it over (:class:`builder.engine.forked.Notice`) while this process
-reconciles. A first build has no such child: from 200 recipes it works the summary out in a forked
-child of its own beside the render context, below that here (and here when a fork fails).
+reading every body (its rendered markdown, kept across builds by the markdown cache).
 
 The FAQ's digest lets the troubleshooting pages depend on the questions rather than on every
 recipe file: a body edit that leaves the troubleshooting section alone does not re-render them.
@@ -22,7 +18,7 @@ from builder.site.faq import FaqEntry, faq_entries
 from builder.site.search import SearchPlan, page_records
 
 if TYPE_CHECKING:
-    from builder.content.markdown import Markdown, Prerendering
+    from builder.content.markdown import Markdown
     from builder.data.load import Site
 
 
@@ -41,16 +37,10 @@ class ContentSummary:
     """Hash of every question in order."""
 
 
-def prerender_bodies(site: Site, markdown: Markdown, started: Prerendering | None = None) -> None:
-    """Render every recipe body not cached yet, in one batch (shared with a forked child): a first
-    build needs them all before its pages (the render workers then find them cached). ``started``:
-    the batch as :func:`start_prerender_bodies` began it."""
-    markdown.finish_prerender(started if started is not None else start_prerender_bodies(site, markdown))
-
-
-def start_prerender_bodies(site: Site, markdown: Markdown) -> Prerendering:
-    """Begin :func:`prerender_bodies` (its child starts now)."""
-    return markdown.start_prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
+def prerender_bodies(site: Site, markdown: Markdown) -> None:
+    """Render every recipe body not cached yet: a first build needs them all before its pages (the
+    render workers then find them cached)."""
+    markdown.prerender((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True)
 
 
 def summarize(

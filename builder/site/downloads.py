@@ -326,55 +326,9 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
-class SiteWideAhead:
-    """The site-wide row files (CSV, Parquet, DuckDB) begun on two threads before the pages render.
-
-    They read only the rows and their statuses, and Arrow's writers and DuckDB let go of the GIL:
-    a build that renders in this process (few pages: a row file added) makes them beside its
-    render instead of after it; the engine begins them as soon as the rows' statuses are known.
-    The export table they are made from is made on one of the threads too (its copies and takes
-    let go of the GIL). Not beside forked render workers (DuckDB's threads and locks must not be
-    inherited by a fork): :meth:`close` waits for the threads (before a fork, or a failed build's);
-    what they made stays available."""
-
-    def __init__(self, site: Site, recon: Reconciliation) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="downloads")
-        self._export = self._pool.submit(export_table, site, recon, None)
-
-        def database() -> bytes:
-            # Waits for the export on the other thread.
-            table = self._export.result().table
-            return duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
-
-        def text() -> tuple[bytes, bytes]:
-            table = self._export.result().table
-            return rows_csv(table), rows_parquet(table)
-
-        self._database = self._pool.submit(database)
-        self._text = self._pool.submit(text)
-
-    @property
-    def export(self) -> Export:
-        """The export table the files are made from (waits for it)."""
-        return self._export.result()
-
-    def files(self) -> dict[str, bytes]:
-        """The CSV, Parquet and DuckDB files; raises what making them raised."""
-        csv, parquet = self._text.result()
-        return {ROWS_CSV: csv, ROWS_PARQUET: parquet, DUCKDB_FILE: self._database.result()}
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True)
-
-
 def site_wide_key(reuse: Reuse) -> bytes | None:
     """The key the site-wide downloads are kept under between builds."""
     return reuse.key("downloads", deps.ROWS, deps.RECIPES)
-
-
-def begin_site_wide(site: Site, recon: Reconciliation, reuse: Reuse) -> SiteWideAhead | None:
-    """The site-wide downloads begun ahead, unless the previous build's are kept."""
-    return None if reuse.kept(site_wide_key(reuse)) else SiteWideAhead(site, recon)
 
 
 def download_files(
@@ -382,17 +336,13 @@ def download_files(
     recon: Reconciliation,
     markdown: Markdown,
     reuse: Reuse = no_reuse,
-    ahead: SiteWideAhead | None = None,
 ) -> Output:
     """Every download and API file, ``{output path: bytes}``.
 
     The site-wide files depend on every row and every recipe's front matter; a recipe's document
     on that recipe (file and rows) and the case studies. With ``reuse``, what did not change comes
-    back from the previous build.
-
-    When the site-wide files are made, the CSV and Parquet files and the DuckDB database are written
-    on two threads (Arrow's writers and DuckDB release the GIL) while this one writes the recipes'
-    documents from the same export table. ``ahead``: those three begun already (then used here).
+    back from the previous build. The site-wide files and the recipes' documents are made from
+    one export table.
     """
     keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
     per_recipe: dict[str, Output] = {}
@@ -403,15 +353,17 @@ def download_files(
         return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
 
     def site_wide() -> Output:
-        begun = ahead if ahead is not None else SiteWideAhead(site, recon)
-        export.append(begun.export)
-        try:
-            per_recipe.update(reuse.many(keys, documents))
-            index = _json(api_index(site, recon))
-            return {**begun.files(), API_INDEX: index}
-        finally:
-            if ahead is None:
-                begun.close()
+        made = export_table(site, recon, None)
+        export.append(made)
+        per_recipe.update(reuse.many(keys, documents))
+        table = made.table
+        database = duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
+        return {
+            ROWS_CSV: rows_csv(table),
+            ROWS_PARQUET: rows_parquet(table),
+            DUCKDB_FILE: database,
+            API_INDEX: _json(api_index(site, recon)),
+        }
 
     out: Output = dict(reuse(site_wide_key(reuse), site_wide))
     if not export:  # the site-wide files were reused: only documents are left to make

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from builder.site import deps
 from builder.content.markdown import Markdown
 from builder.site.deps import Reuse, no_reuse
-from builder.site.downloads import SiteWideAhead, download_files
+from builder.site.downloads import download_files
 from builder.site.feeds import NEWS_FEED, content_dates, news_feed, robots_txt, sitemap
 from builder.data.load import Site
 from builder.analysis.reconcile import Reconciliation
@@ -24,9 +24,8 @@ def reader_files(
     markdown: Markdown,
     rendered: Mapping[str, bytes],
     reuse: Reuse = no_reuse,
-    ahead: SiteWideAhead | None = None,
 ) -> dict[str, bytes]:
-    """Feeds, robots, sitemap and downloads (``ahead``: the site-wide downloads begun already)."""
+    """Feeds, robots, sitemap and downloads."""
     base_url = site.config.settings.base_url
     bodies = {slug: markdown.render(post.doc).html for slug, post in site.posts.items()}
     out = {NEWS_FEED: news_feed(site, bodies), "robots.txt": robots_txt(base_url)}
@@ -37,5 +36,5 @@ def reader_files(
         pages = "\0".join(sorted(path for path in rendered if path.endswith(".html")))
         key += hashlib.blake2b(pages.encode(), digest_size=16).digest()
     out.update(reuse(key, lambda: {"sitemap.xml": sitemap(base_url, rendered, content_dates(site))}))
-    out.update(download_files(site, recon, markdown, reuse, ahead))
+    out.update(download_files(site, recon, markdown, reuse))
     return out
