@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.errors import BuildAborted
 from tests.conftest import MakeSite
 from tests.rowsite import history, load, run, site_files

@@ -14,7 +14,8 @@ from bs4 import BeautifulSoup
 
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, RowStatus
 from builder.config import load_config
-from builder.engine.pipeline import build, load_and_reconcile
+from builder.engine.incremental import build
+from builder.engine.pipeline import load_and_reconcile
 from builder.site.chart_data import RESULTS_ANCHOR, annotate, concurrency_chart, prompt_chart, recipe_charts
 from tests.chartpage import StubFinding, StubRun, chart_values
 from tests.conftest import MakeSite

@@ -15,7 +15,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.site import chart_runtime
 from builder.site.chart_runtime import cache_path, runtime_bundle
 from builder.site.charts import (

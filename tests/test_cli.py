@@ -106,5 +106,3 @@ def test_check_process_keeps_its_exit_code_and_whole_output(make_site: MakeSite)
     assert failed.returncode == 1
     assert failed.stdout.rstrip().splitlines()[-1].endswith("0 findings")
     assert "data/rows/tiny/bad.csv:1: missing required column" in failed.stdout
-
-

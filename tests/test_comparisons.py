@@ -12,7 +12,8 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.data.model_slugs import comparison_slugs
-from builder.engine.pipeline import build, load_and_reconcile
+from builder.engine.incremental import build
+from builder.engine.pipeline import load_and_reconcile
 from builder.site.comparisons import SHARED_SHOWN, comparison, short_labels
 from builder.site.views import rows_by_recipe
 from tests.chartpage import chart_values

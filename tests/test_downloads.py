@@ -15,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from builder.config import load_config
-from builder.engine.pipeline import Loaded, build, load_and_reconcile
+from builder.engine.incremental import build
+from builder.engine.pipeline import Loaded, load_and_reconcile
 from builder.site.downloads import (
     EXPORT_COLUMNS,
     _duckdb_checksum,

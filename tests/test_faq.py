@@ -13,8 +13,7 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.content.markdown import FaqItem
-from builder.engine.incremental import IncrementalBuilder
-from builder.engine.pipeline import build
+from builder.engine.incremental import IncrementalBuilder, build
 from builder.site import faq
 from builder.site.faq import INLINE_QUESTIONS, excerpt, faq_jsonld
 from tests.conftest import SITES, MakeSite

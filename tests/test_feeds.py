@@ -10,7 +10,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.site.feeds import AtomEntry, atom_feed, fallback_date, robots_txt, sitemap
 from tests.conftest import MakeSite
 

@@ -17,10 +17,10 @@ import pytest
 
 from builder.analysis import reconcile
 from builder.config import load_config
-from builder.data.loadcache import LoadCache
 from builder.engine import incremental
 from builder.engine.build_state import read_cache, state_dir, write_cache
 from builder.engine.incremental import IncrementalBuilder
+from builder.engine.loadcache import LoadCache
 from builder.engine.pipeline import Loaded, load_and_reconcile
 from tests.conftest import REPO, synthetic_site
 
@@ -203,8 +203,8 @@ def test_computed_findings_are_stored_when_the_cache_settles(site: Path) -> None
 
 
 def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Path) -> None:
-    from builder.analysis.findings_memo import recipe_keys
     from builder.data.load import load_site
+    from builder.engine.findings_memo import recipe_keys
     from builder.errors import Problems
 
     cache = LoadCache()
@@ -223,7 +223,7 @@ def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Pat
 
 
 def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
-    from builder.analysis.findings_memo import recipe_keys
+    from builder.engine.findings_memo import recipe_keys
 
     engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
     assert engine.build(None).ok
@@ -243,7 +243,7 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
 def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder.analysis import findings_memo
+    from builder.engine import findings_memo
 
     expected = load_and_reconcile(load_config(site))
     assert expected.recon is not None
@@ -280,7 +280,7 @@ def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
 def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from builder.analysis import findings_memo
+    from builder.engine import findings_memo
 
     engine = IncrementalBuilder(load_config(site, site / "site"), workers=1)
     assert engine.build(None).ok

@@ -9,7 +9,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.engine.pipeline import build, load_and_reconcile
+from builder.engine.incremental import build
+from builder.engine.pipeline import load_and_reconcile
 from builder.site import findings_pages
 from builder.site.findings_pages import FULL_PER_GROUP
 from builder.site.render import make_context, render_recipe

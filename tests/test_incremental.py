@@ -23,8 +23,7 @@ import pytest
 from builder.config import load_config
 from builder.engine import incremental
 from builder.engine.build_state import quick_noop, quick_scan, state_dir
-from builder.engine.incremental import IncrementalBuilder
-from builder.engine.pipeline import build
+from builder.engine.incremental import IncrementalBuilder, build
 from builder.errors import BuildAborted, BuilderError
 from tests.conftest import REPO, synthetic_site, tree
 
@@ -597,8 +596,8 @@ def test_an_edit_build_reads_only_the_changed_content_file(
 ) -> None:
     """Unchanged pages come from the load cache by the digests the input scan carried over: those
     digests and the cache's keys must be made by one function (see ``inputs.DIGEST_NAME``)."""
-    from builder.data.loadcache import LoadCache
     from builder.engine.inputs import digest_bytes
+    from builder.engine.loadcache import LoadCache
 
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
@@ -668,108 +667,3 @@ def test_findings_pages_follow_the_findings_not_every_row(
     assert "findings/index.html" in report.written
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", "after a row file made a finding")
-
-
-def test_an_edit_build_takes_the_edited_body_from_the_search_child(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The search child renders the edited body to work out the content summary and sends it with
-    the summary: the build's own process renders no markdown (nor imports markdown-it for it)."""
-    from builder.content.markdown import Markdown
-
-    out = tmp_path / "out"
-    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
-    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
-    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited by the test.\n", encoding="utf-8")
-    here: list[str] = []
-    parent = os.getpid()
-    real = Markdown._render
-
-    def render(self: Markdown, body: str, faq: bool) -> Any:
-        if os.getpid() == parent:
-            here.append(body)
-        return real(self, body, faq)
-
-    monkeypatch.setattr(Markdown, "_render", render)
-    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
-    assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
-    assert here == []
-    page = (out / "recipes" / recipe.stem / "index.html").read_text(encoding="utf-8")
-    assert "Edited by the test." in page
-
-
-def _download_threads() -> list[str]:
-    import threading
-
-    return sorted(t.name for t in threading.enumerate() if t.name.startswith(("downloads", "rows-file")))
-
-
-def test_a_row_file_build_begins_its_downloads_before_the_render(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Once the rows' statuses are known (before the findings), a build expected to render few pages
-    begins ``rows.arrow`` and the site-wide downloads on threads; its output is a clean build's."""
-    out = tmp_path / "out"
-    assert IncrementalBuilder(load_config(site, out)).build(None).ok
-    generate.add_row_file(site, 2, "2027-03-05")
-    begun: list[bool] = []
-    real = incremental.render_jobs
-
-    def render_jobs(*args: Any, **kwargs: Any) -> Any:
-        begun.append(engine._ahead is not None)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(incremental, "render_jobs", render_jobs)
-    engine = IncrementalBuilder(load_config(site, out))
-    report = engine.build(None)
-    assert report.ok, report.problems
-    assert begun == [True]
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "downloads begun with the statuses")
-
-
-def test_downloads_begun_early_are_finished_before_render_workers_fork(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A wrong guess (many pages to render after all, in forked workers) costs a wait, not a child
-    that inherits a thread inside Arrow or DuckDB."""
-    out = tmp_path / "out"
-    assert IncrementalBuilder(load_config(site, out), workers=2).build(None).ok
-    generate.add_row_file(site, 3, "2027-03-06")
-    template = site / "templates" / "base.html"
-    template.write_text(template.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    monkeypatch.setattr(incremental, "few_changes", lambda *args: True)
-    at_fork: list[tuple[bool, list[str]]] = []
-    real = incremental.render_jobs
-
-    def render_jobs(ctx: Any, jobs: Any, pending: Any, progress: Any, workers: Any) -> Any:
-        at_fork.append((engine._ahead is not None, _download_threads()))
-        return real(ctx, jobs, pending, progress, workers)
-
-    monkeypatch.setattr(incremental, "render_jobs", render_jobs)
-    engine = IncrementalBuilder(load_config(site, out), workers=2)
-    report = engine.build(None)
-    assert report.ok, report.problems
-    assert report.rendered > 1  # rendered by forked workers
-    assert at_fork == [(True, [])]
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "downloads begun early, then render workers")
-
-
-@pytest.mark.parametrize(
-    ("changed", "output_changed", "workers", "expected"),
-    [
-        ({"data/rows/a/2027-01-01.csv"}, False, None, True),
-        ({"content/recipes/a.md", "data/rows/a/x.csv"}, False, None, True),
-        ({"templates/base.html"}, False, None, False),
-        ({f"data/rows/a/{i}.csv" for i in range(incremental.FEW_CHANGES + 1)}, False, None, False),
-        ({"data/rows/a/2027-01-01.csv"}, True, None, False),
-        (None, False, None, False),
-        (set(), False, None, False),
-        ({"templates/base.html"}, False, 1, True),
-    ],
-)
-def test_few_changes(
-    changed: set[str] | None, output_changed: bool, workers: int | None, expected: bool
-) -> None:
-    assert incremental.few_changes(changed, output_changed, workers) is expected

@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.site.indexes import _version_key
 from tests.conftest import MakeSite
 

@@ -10,7 +10,7 @@ import pytest
 
 from builder.config import load_config
 from builder.engine.check import check_site
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.errors import BuildAborted
 from tests.conftest import SITES, SITES_INVALID
 

@@ -8,7 +8,7 @@ import pytest
 
 from builder.config import load_config
 from builder.data.load import load_site
-from builder.data.loadcache import LoadCache
+from builder.engine.loadcache import LoadCache
 from builder.errors import Problems
 from tests.conftest import MakeSite
 

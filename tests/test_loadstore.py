@@ -10,8 +10,7 @@ import pytest
 from builder.config import load_config
 from builder.engine import loadstore
 from builder.engine.build_state import state_dir
-from builder.engine.incremental import IncrementalBuilder
-from builder.engine.pipeline import build
+from builder.engine.incremental import IncrementalBuilder, build
 from tests.conftest import MakeSite
 
 TINY = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")

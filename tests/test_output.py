@@ -18,8 +18,8 @@ import pytest
 
 from builder.config import load_config
 from builder.engine import output
+from builder.engine.incremental import build
 from builder.engine.output import MARKER, STAGING_MARKER, check_output_dir, publish
-from builder.engine.pipeline import build
 from builder.errors import BuildAborted, OutputError
 from tests.conftest import REPO, MakeSite, tree
 
@@ -161,7 +161,7 @@ INTERRUPTED = textwrap.dedent(
     import os, signal, sys
     from builder.engine import output
     from builder.config import load_config
-    from builder.engine.pipeline import build
+    from builder.engine.incremental import build
 
     stage = sys.argv[3]
     if stage == "write":
@@ -224,7 +224,7 @@ def test_a_killed_build_leaves_the_previous_site_and_its_litter_is_swept(
             import os, signal, sys
             from builder.engine import output
             from builder.config import load_config
-            from builder.engine.pipeline import build
+            from builder.engine.incremental import build
             real = output._write_tree
             def killed(target, files, reuse, **how):
                 real(target, dict(list(files.items())[:3]), {})

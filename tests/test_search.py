@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.site.search import (
     SearchRecord,
     fallback_script,

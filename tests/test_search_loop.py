@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from tests.conftest import MakeSite
 
 

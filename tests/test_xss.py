@@ -16,7 +16,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from tests.conftest import REPO
 from tests.xss_site import PAYLOADS, RUN, write_xss_site
 

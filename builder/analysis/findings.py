@@ -326,7 +326,7 @@ def find_non_reproduction(
 
 
 # --------------------------------------------------------------------------------------------------
-# Findings kept across builds (:mod:`builder.analysis.findings_memo`): a finding's runs read their trials'
+# Findings kept across builds (:mod:`builder.engine.findings_memo`): a finding's runs read their trials'
 # metadata through a :class:`~builder.analysis.noise.TrialDetails` bound to the loaded rows, which neither
 # pickles nor survives a reload (row ids move when files come and go). Detached, a finding carries
 # its runs' trial metadata itself, rows named by (row file, row in file); restored, the row ids

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,9 +25,6 @@ from builder.analysis.run_groups import Combinations, combinations
 from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, format_value, parse_env
 from builder.data.load import Recipe, Site
 from builder.errors import Problems
-
-if TYPE_CHECKING:
-    from builder.analysis.findings_memo import FindingsMemo, SiteFindings
 
 MATCHES = "matches"
 DIFFERS = "differs"
@@ -56,6 +53,23 @@ class RowStatus:
     """Fields the row leaves unrecorded (``flags``, ``env``, ``engine_version``)."""
 
 
+class FindingsSource(Protocol):
+    """Findings handed out recipe by recipe (an engine that kept an earlier build's findings restores
+    them only as pages ask)."""
+
+    def of(self, slug: str) -> list[Finding]:
+        """The recipe's findings (the same objects every time: annotations are attached to them)."""
+
+    def all(self) -> list[Finding]:
+        """Every finding, recipes in name order."""
+
+    def digest(self) -> str | None:
+        """A hash of every finding, or None when it cannot be had cheaply."""
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """Per recipe, (findings, open findings)."""
+
+
 @dataclass
 class Reconciliation:
     """Per-row statuses (by ``row_id``) and the findings of non-reproduction."""
@@ -66,9 +80,9 @@ class Reconciliation:
     """``row_id`` → index into :attr:`kinds` (rows are many, combinations few)."""
     statuses: dict[int, RowStatus] = field(default_factory=dict)
     """Statuses set one by one (tests, hand-made reconciliations); they take precedence."""
-    source: SiteFindings | None = field(default=None, repr=False, compare=False)
+    source: FindingsSource | None = field(default=None, repr=False, compare=False)
     """Where the findings come from when an earlier build kept them (restored recipe by recipe,
-    as pages ask: :mod:`builder.analysis.findings_memo`); None: :attr:`findings` as set."""
+    as pages ask); None: :attr:`findings` as set."""
     _findings: list[Finding] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -111,7 +125,7 @@ class Reconciliation:
         return sum(1 for _, opened in self.finding_counts_by_recipe().values() if opened)
 
     def findings_digest(self) -> str | None:
-        """A hash of every finding when an earlier build's are kept (:meth:`SiteFindings.digest`);
+        """A hash of every finding when an earlier build's are kept (:meth:`FindingsSource.digest`);
         None without (then a page listing findings depends on the rows)."""
         return self.source.digest() if self.source is not None else None
 
@@ -221,35 +235,22 @@ class _Cache:
 
 
 def reconcile_rows(
-    site: Site,
-    annotations: Sequence[LocatedAnnotation] = (),
-    problems: Problems | None = None,
-    *,
-    memo: FindingsMemo | None = None,
-    on_statuses: Callable[[Reconciliation], None] | None = None,
+    site: Site, annotations: Sequence[LocatedAnnotation] = (), problems: Problems | None = None
 ) -> Reconciliation:
     """Status of every row (one Python comparison per distinct metadata combination), the findings
-    of non-reproduction and their annotations. An annotation that selects no finding is an error,
-    added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is given).
-    ``memo``: the findings of an earlier build, reused for the recipes whose inputs are unchanged
-    (:mod:`builder.analysis.findings_memo`). ``on_statuses``: called with the reconciliation once the rows'
-    statuses are in it, before the findings (what reads only statuses can begin then)."""
-    kept = memo.statuses() if memo is not None else None
-    if kept is not None:  # no row and no reconciled field changed: the statuses are the last build's
-        combos = None
-        kinds_list, kind_of_row = kept
-    else:
-        combos = combinations(site)
-        kinds_list, kind_of_row = row_statuses(site, combos)
-        if memo is not None:
-            memo.keep_statuses(kinds_list, kind_of_row)
-    result = Reconciliation(kinds_list, kind_of_row)
-    if on_statuses is not None:
-        on_statuses(result)
-    if memo is None:
-        result.findings = find_non_reproduction(site, combos)
-    else:
-        result.source = memo.findings(site, combos)
+    of non-reproduction and their annotations (:func:`annotate`)."""
+    combos = combinations(site)
+    result = Reconciliation(*row_statuses(site, combos))
+    result.findings = find_non_reproduction(site, combos)
+    return annotate(result, annotations, problems)
+
+
+def annotate(
+    result: Reconciliation, annotations: Sequence[LocatedAnnotation], problems: Problems | None = None
+) -> Reconciliation:
+    """Attach the annotations to the findings they select. An annotation that selects no finding is
+    an error, added to ``problems`` (raised as :class:`~builder.errors.BuildAborted` when none is
+    given)."""
     if annotations:
         collected = problems if problems is not None else Problems()
         # An annotation selects findings of its recipe only: those recipes' findings, in the

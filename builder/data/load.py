@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,17 +27,55 @@ from builder.content.models import (
     PostMeta,
     RecipeMeta,
 )
-from builder.errors import BuilderError, Problems
+from builder.errors import BuilderError, Problem, Problems
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-    from builder.data.loadcache import LoadCache
     from builder.data.rows import ParsedFile, RowFile
 
 M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class PageEntry:
+    """A content file as loaded: its page (None when invalid) and the problems it produced."""
+
+    page: Any
+    errors: list[Problem]
+    front_digest: bytes
+    """Hash of the front matter alone: listing pages depend on it, not on the body."""
+
+
+class LoadMemo(Protocol):
+    """What an engine that keeps earlier loads offers :func:`load_site`: each file's load by its
+    content hash (:class:`builder.engine.loadcache.LoadCache`). The site and the problems are the
+    same with it or without."""
+
+    scanned: dict[str, bytes] | None
+    """Content hashes of the row files and content pages from the engine's own scan of its inputs,
+    for this load only (then reset to None): a file known by its hash is not read."""
+    parsed_strings: dict[tuple[str, str], str | None]
+    """(column, flags or env string) → parse error or None."""
+
+    def known_page(self, rel: str, digest: bytes) -> PageEntry | None:
+        """The load of a content file by its content hash, or None."""
+
+    def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
+        """The load of a content file, or ``load(problems)`` run now and remembered."""
+
+    def load_rows(
+        self,
+        files: Sequence[RowFile],
+        connect: Callable[[], duckdb.DuckDBPyConnection],
+        recipe_slugs: set[str],
+        node_ids: set[str],
+        problems: Problems,
+        scanned: Mapping[str, bytes] | None,
+    ) -> tuple[list[ParsedFile], pa.Table]:
+        """Every row file's rows as a clean load gives them, reusing unchanged files' rows."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +217,7 @@ def _load_pages(
     problems: Problems,
     make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
     known: set[str] | None = None,
-    cache: LoadCache | None = None,
+    cache: LoadMemo | None = None,
     scanned: Mapping[str, bytes] | None = None,
 ) -> dict[str, Page[M]]:
     """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not.
@@ -356,9 +394,7 @@ class _Content:
     problems: Problems
 
 
-def _load_content(
-    root: Path, cache: LoadCache | None, scanned: Mapping[str, bytes] | None = None
-) -> _Content:
+def _load_content(root: Path, cache: LoadMemo | None, scanned: Mapping[str, bytes] | None = None) -> _Content:
     problems = Problems()
     recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
         root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache, scanned=scanned
@@ -375,7 +411,7 @@ def load_site(
     problems: Problems,
     *,
     extra_row_files: list[RowFile] | None = None,
-    cache: LoadCache | None = None,
+    cache: LoadMemo | None = None,
 ) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``.
 
@@ -425,9 +461,7 @@ def load_site(
         rows = ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
         del raw
     else:
-        from builder.data.loadcache import load_rows
-
-        parsed, rows = load_rows(files, connect, recipe_slugs, node_ids, row_problems, cache.rows, scanned)
+        parsed, rows = cache.load_rows(files, connect, recipe_slugs, node_ids, row_problems, scanned)
         if con is not None:
             con.register("rows", rows)
     recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts

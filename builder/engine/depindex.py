@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from builder.engine.inputs import Inputs
 
 if TYPE_CHECKING:
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
 
 
 def digest_parts(*parts: bytes | str) -> bytes:

@@ -8,11 +8,11 @@ The interface the dev server and ``build`` code against::
 
 ``build`` never raises for a problem in the site (content, data, templates, output folder): it
 returns the problems and leaves the previous output as it was. :meth:`IncrementalBuilder.run` is
-the same build raising them, as :func:`builder.engine.pipeline.build` always has.
+the same build raising them, as :func:`build` does.
 
 How a rebuild stays correct
     Every input is known by its content hash (:mod:`builder.engine.inputs`). Loading reuses each
-    unchanged file's parse and validated rows (:mod:`builder.data.loadcache`); reconciliation and the
+    unchanged file's parse and validated rows (:mod:`builder.engine.loadcache`); reconciliation and the
     render context are recomputed. Each page job may declare what it reads (:mod:`builder.site.deps`);
     its *fingerprint* is a hash of those inputs, of the templates it loaded last time (recorded while
     it rendered) and of everything global (the builder's code and toolchain, ``site.yaml``,
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,15 +53,16 @@ from builder.engine.build_state import (
 from builder.engine.depindex import DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
 from builder.engine.inputs import Inputs, rescan_paths, scan_inputs
 from builder.engine.page_reuse import Fingerprints, sort_jobs
+from builder.engine.pipeline import Timings
 from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
 from builder.engine.render_pool import Progress, raise_first, render_jobs, worker_count
-from builder.errors import BuildAborted, BuilderError
+from builder.errors import BuildAborted, BuilderError, Problem
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
     from builder.content.markdown import RenderedBody
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
     from builder.site.render import RenderContext
 
@@ -171,7 +173,7 @@ class IncrementalBuilder:
         if self._state is None or not self.keep_context:
             return False
         from builder.content.markdown import Markdown
-        from builder.data.loadcache import LoadCache
+        from builder.engine.loadcache import LoadCache
         from builder.engine.pipeline import load_and_reconcile
         from builder.site.render import make_context
 
@@ -244,7 +246,7 @@ class IncrementalBuilder:
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
         if state is None:
-            damaged, extra = set(), set()
+            damaged, extra = set[str](), set[str]()
         elif scan is not None and scan.state is state and scan.changes is not None:
             damaged, extra = scan.changes
         else:
@@ -273,7 +275,7 @@ class IncrementalBuilder:
         mark: float,
     ) -> BuildReport:
         from builder.content.markdown import Markdown
-        from builder.data.loadcache import LoadCache
+        from builder.engine.loadcache import LoadCache
         from builder.engine.pipeline import load_and_reconcile, output_stages
 
         def lap(name: str) -> None:
@@ -447,3 +449,22 @@ class IncrementalBuilder:
         cache.used_pages.update(k for k in cache.pages if inputs.digests.get(k[0]) == k[1])
         site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
+
+
+@dataclass
+class BuildResult:
+    files: int
+    rows: int
+    warnings: list[Problem]
+    timings: Timings
+
+
+def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:
+    """Build the site into ``config.out``; raise :class:`BuildAborted` leaving the old site untouched.
+
+    The build is incremental (:class:`IncrementalBuilder`): with ``cache`` it reuses and keeps its
+    record in ``<root>/.cache/builder/``; the output is the same bytes either way.
+    """
+    report = IncrementalBuilder(config, persist=cache, workers=workers).run(None)
+    timings = Timings(dict(report.seconds))
+    return BuildResult(report.files, report.rows, report.warnings, timings)

@@ -1,6 +1,6 @@
 """The load cache on disk: ``load.pickle`` and ``blobs.pickle``.
 
-``load.pickle`` holds the :class:`~builder.data.loadcache.LoadCache` (findings, statuses, row files'
+``load.pickle`` holds the :class:`~builder.engine.loadcache.LoadCache` (findings, statuses, row files'
 entries); ``blobs.pickle`` every content page's parse and every rendered body, pickled one by one and
 kept by key, and named by ``load.pickle`` through its checksum. A row file changes the cache object
 but not the blobs: only ``load.pickle`` is written again. A ``blobs.pickle`` that is not the one
@@ -25,7 +25,7 @@ from builder.engine.build_state import (
 )
 
 if TYPE_CHECKING:
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
 
 BASE = LOAD_BASE
 BLOBS = LOAD_BLOBS
@@ -72,7 +72,7 @@ def cache_signature(cache: LoadCache, code: bytes | None) -> tuple[Any, ...]:
 def read(folder: Path) -> Loaded | None:
     """The stored load cache; None when there is none. Raises :class:`CacheCorrupt` when it cannot
     be trusted."""
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
 
     found = read_cache_checked(folder / BASE)
     if found is None:

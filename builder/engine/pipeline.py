@@ -11,11 +11,11 @@ from builder.analysis.annotations import LocatedAnnotation, load_annotations
 from builder.analysis.reconcile import Reconciliation, reconcile_rows
 from builder.config import SiteConfig
 from builder.data.load import Site, load_site
-from builder.errors import BuildAborted, Problem, Problems
+from builder.errors import BuildAborted, Problems
 from builder.site.deps import Reuse, no_reuse
 
 if TYPE_CHECKING:
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
     from builder.site.render import RenderContext
 
 
@@ -62,7 +62,7 @@ def load_and_reconcile(
 ) -> Loaded:
     """Load and validate everything; reconcile only when the input is valid.
 
-    ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.data.loadcache`).
+    ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.engine.loadcache`).
     """
     timings = timings or Timings()
     site, problems, annotations = load_with_annotations(config, timings, cache=cache)
@@ -70,32 +70,30 @@ def load_and_reconcile(
     # after reconciliation (and still aborts a build).
     if problems:
         return Loaded(site, problems, None)
-    memo = None
-    if cache is not None:
-        from builder.analysis.findings_memo import FindingsMemo, data_unchanged, recipe_keys, statuses_key
+    if cache is None:
+        recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems))
+        return Loaded(site, problems, recon)
+    from builder.engine.findings_memo import (
+        FindingsMemo,
+        data_unchanged,
+        recipe_keys,
+        reconcile_memoised,
+        statuses_key,
+    )
 
-        entries = cache.rows.entries
-        changed, cache.changed = cache.changed, None
-        earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
-        keys = recipe_keys(site, entries, earlier, changed)
-        same = changed is not None and data_unchanged(changed) and keys == earlier
-        # No row file and no recipe's key changed: the kept statuses' key is still theirs.
-        status_key = next(iter(cache.statuses)) if same and len(cache.statuses) == 1 else None
-        if status_key is None:
-            status_key = statuses_key(entries, keys)
-        memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
-    recon = timings.measure("reconcile", lambda: reconcile_rows(site, annotations, problems, memo=memo))
-    if cache is not None and memo is not None:
-        cache.unsettled = memo.settle  # when the record is saved, if it is
+    entries = cache.rows.entries
+    changed, cache.changed = cache.changed, None
+    earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
+    keys = recipe_keys(site, entries, earlier, changed)
+    same = changed is not None and data_unchanged(changed) and keys == earlier
+    # No row file and no recipe's key changed: the kept statuses' key is still theirs.
+    status_key = next(iter(cache.statuses)) if same and len(cache.statuses) == 1 else None
+    if status_key is None:
+        status_key = statuses_key(entries, keys)
+    memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
+    recon = timings.measure("reconcile", lambda: reconcile_memoised(site, annotations, problems, memo))
+    cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)
-
-
-@dataclass
-class BuildResult:
-    files: int
-    rows: int
-    warnings: list[Problem]
-    timings: Timings
 
 
 Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
@@ -121,19 +119,6 @@ def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> li
         ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
         ("search", search),
     ]
-
-
-def build(config: SiteConfig, *, cache: bool = True, workers: int | None = None) -> BuildResult:
-    """Build the site into ``config.out``; raise :class:`BuildAborted` leaving the old site untouched.
-
-    The build is incremental (:mod:`builder.engine.incremental`): with ``cache`` it reuses and keeps its
-    record in ``<root>/.cache/builder/``; the output is the same bytes either way.
-    """
-    from builder.engine.incremental import IncrementalBuilder
-
-    report = IncrementalBuilder(config, persist=cache, workers=workers).run(None)
-    timings = Timings(dict(report.seconds))
-    return BuildResult(report.files, report.rows, report.warnings, timings)
 
 
 def abort(problems: Problems) -> BuildAborted:

@@ -51,12 +51,6 @@ def quick_recipe_page(
     return None
 
 
-def _reconciled_fields(recipe: Recipe) -> tuple[object, ...]:
-    """What reconciliation reads of a recipe (:func:`builder.analysis.reconcile.status_for`, run grouping)."""
-    meta = recipe.meta
-    return (meta.engine, meta.engine_version, meta.hardware, recipe.flags, meta.flags.strip() != "", meta.env)
-
-
 def _recipe_edit(
     ctx: RenderContext, rel: str, data: bytes, con: duckdb.DuckDBPyConnection
 ) -> dict[str, bytes] | None:
@@ -73,10 +67,6 @@ def _recipe_edit(
     recipes = dict(site.recipes)
     recipes[slug] = recipe
     edited = dataclasses.replace(site, recipes=recipes)
-    if _reconciled_fields(recipe) == _reconciled_fields(site.recipes[slug]):
-        # Prose, title, FAQ...: the last build's row statuses and findings still hold.
-        html = render_recipe(dataclasses.replace(ctx, site=edited), slug)
-        return {f"recipes/{slug}/index.html": html}
     return _render(ctx, edited, slug, _rows_of(site, slug), None, con)
 
 

@@ -28,7 +28,7 @@ from builder.engine.build_state import (
 
 if TYPE_CHECKING:
     from builder.content.markdown import RenderedBody
-    from builder.data.loadcache import LoadCache
+    from builder.engine.loadcache import LoadCache
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")

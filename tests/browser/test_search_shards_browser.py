@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from builder.site.search import BUNDLE_DIR, SearchRecord, shard_prefixes
 from tests.conftest import REPO
 

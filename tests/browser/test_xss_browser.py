@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from builder.config import load_config
-from builder.engine.pipeline import build
+from builder.engine.incremental import build
 from tests.xss_site import write_xss_site
 
 pytestmark = pytest.mark.browser

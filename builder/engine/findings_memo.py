@@ -2,14 +2,14 @@
 
 Findings are computed per recipe (:func:`builder.analysis.findings.find_non_reproduction` with ``recipes``
 gives the whole site's findings of those recipes), from that recipe's rows, its front matter
-and which hardware each node is. A recipe's *key* hashes all of it: the fields reconciliation
-reads from the front matter, every row file naming the recipe (path and content hash: its rows,
+and which hardware each node is. A recipe's *key* hashes all of it: its whole front matter (as the
+model serialises it: no list of fields to keep up to date), every row file naming the recipe (path and content hash: its rows,
 their order and their lines) and the node → hardware map. A recipe whose key is unchanged gets its
 findings of the previous build back, detached from that build's rows and bound to this one's
 (:func:`builder.analysis.findings.restore_findings`) when first asked for (:class:`SiteFindings`: an edit
 build restores those of the pages it renders); the others are computed. Annotations are attached
 afterwards, every build, as without the memo. Row statuses are kept too, whole, while no row file,
-reconciled front matter field or node changes (:func:`statuses_key`). The builder's code is not in the
+front matter or node changes (:func:`statuses_key`). The builder's code is not in the
 keys: the incremental engine drops the whole load cache, this memo with it, when the code changes. A
 recipe whose file did not change since the memo was stored keeps its key unhashed (:func:`recipe_keys`).
 """
@@ -17,7 +17,7 @@ recipe whose file did not change since the memo was stored keeps its key unhashe
 from __future__ import annotations
 
 import pickle
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from builder.analysis.findings import (
@@ -27,14 +27,18 @@ from builder.analysis.findings import (
     find_non_reproduction,
     restore_findings,
 )
+from builder.analysis.reconcile import Reconciliation, annotate, row_statuses
+from builder.analysis.run_groups import combinations
+from builder.errors import Problems
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from builder.analysis.annotations import LocatedAnnotation
     from builder.analysis.reconcile import RowStatus
     from builder.analysis.run_groups import Combinations
     from builder.data.load import Site
-    from builder.data.loadcache import RowEntry
+    from builder.engine.loadcache import RowEntry
 
 Stored = dict[str, tuple[bytes, bytes, int]]
 """Recipe slug → (key, pickled detached findings, how many)."""
@@ -74,9 +78,8 @@ def recipe_keys(
         for slug in entry.recipes:
             files.setdefault(slug, []).extend((rel, entry.kind, entry.digest))
     for slug in todo:
-        meta = site.recipes[slug].meta
-        fields = repr((meta.engine, meta.engine_version, meta.hardware, meta.flags, sorted(meta.env.items())))
-        keys[slug] = digest_parts(slug, fields, nodes, *files.get(slug, ()))
+        front = site.recipes[slug].meta.model_dump_json()
+        keys[slug] = digest_parts(slug, front, nodes, *files.get(slug, ()))
     return keys
 
 
@@ -88,7 +91,7 @@ def data_unchanged(changed: Collection[str]) -> bool:
 
 def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes]) -> bytes:
     """What every row's status is computed from: every row file in order (their rows, their ids)
-    and every recipe's key (its reconciled front matter fields, the node → hardware map)."""
+    and every recipe's key (its front matter, the node → hardware map)."""
     from builder.engine.depindex import digest_parts
 
     parts: list[bytes | str] = []
@@ -162,7 +165,7 @@ class FindingsMemo:
 
         Not done by :meth:`findings`: a first build's load stage spent ≈ 0.2 s of its 1 s on it,
         for a record written only at the end of the build (and not at all by ``build --no-cache``);
-        the engine calls this when it saves (:meth:`builder.data.loadcache.LoadCache.settle`)."""
+        the engine calls this when it saves (:meth:`builder.engine.loadcache.LoadCache.settle`)."""
         if self._pending is None:
             return
         site, fresh, pending = self._pending
@@ -284,3 +287,21 @@ class SiteFindings:
             for finding in find_non_reproduction(self._site, self._combos, recipes=set(failed)):
                 restored[finding.recipe].append(finding)
         self._done.update(restored)
+
+
+def reconcile_memoised(
+    site: Site, annotations: Sequence[LocatedAnnotation], problems: Problems, memo: FindingsMemo
+) -> Reconciliation:
+    """:func:`builder.analysis.reconcile.reconcile_rows` with the statuses and findings ``memo``
+    kept from an earlier build where their inputs are unchanged: the same reconciliation."""
+    kept = memo.statuses()
+    if kept is not None:
+        combos = None
+        kinds, kind_of_row = kept
+    else:
+        combos = combinations(site)
+        kinds, kind_of_row = row_statuses(site, combos)
+        memo.keep_statuses(kinds, kind_of_row)
+    result = Reconciliation(kinds, kind_of_row)
+    result.source = memo.findings(site, combos)
+    return annotate(result, annotations, problems)

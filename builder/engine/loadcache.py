@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from builder.data.arrays import from_numpy
+from builder.data.load import PageEntry
+from builder.engine.inputs import digest_bytes
 from builder.errors import Problem, Problems
 
 if TYPE_CHECKING:
@@ -21,16 +23,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from builder.data.rows import ParsedFile, RowFile
-
-
-@dataclass
-class PageEntry:
-    """A content file as loaded: its page (None when invalid) and the problems it produced."""
-
-    page: Any
-    errors: list[Problem]
-    front_digest: bytes
-    """Hash of the front matter alone: listing pages depend on it, not on the body."""
 
 
 Context = tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]]
@@ -86,9 +78,9 @@ class LoadCache:
     """(column, flags or env string) → parse error or None."""
     used_pages: set[tuple[str, bytes]] = field(default_factory=set)
     findings: dict[str, tuple[bytes, bytes, int]] = field(default_factory=dict)
-    """Each recipe's findings of the last build, by its key (:mod:`builder.analysis.findings_memo`)."""
+    """Each recipe's findings of the last build, by its key (:mod:`builder.engine.findings_memo`)."""
     statuses: dict[bytes, bytes] = field(default_factory=dict)
-    """The last build's row statuses, by :func:`builder.analysis.findings_memo.statuses_key` (one entry)."""
+    """The last build's row statuses, by :func:`builder.engine.findings_memo.statuses_key` (one entry)."""
     scanned: dict[str, bytes] | None = None
     """Content hashes of the row files and content pages (by ``data/rows/…``, ``content/…`` path)
     from the build's own scan of its inputs, when it made one just before loading: the load then
@@ -99,7 +91,7 @@ class LoadCache:
     before a load, consumed by it): findings keys of unchanged recipes are kept, not hashed."""
     unsettled: Callable[[], None] | None = None
     """Stores what the last load computed but did not store yet into :attr:`findings`
-    (:meth:`builder.analysis.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
+    (:meth:`builder.engine.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
 
     def settle(self) -> None:
         """Complete the cache before it is saved (see :attr:`unsettled`)."""
@@ -118,8 +110,6 @@ class LoadCache:
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
         """The cached load of a content file, or ``load(problems)`` run now and remembered."""
-        from builder.engine.inputs import digest_bytes
-
         key = (rel, digest_bytes(data))
         self.used_pages.add(key)
         entry = self.pages.get(key)
@@ -129,6 +119,18 @@ class LoadCache:
             entry = PageEntry(page, local.errors, digest_bytes(_front_matter(data)))
             self.pages[key] = entry
         return entry
+
+    def load_rows(
+        self,
+        files: Sequence[RowFile],
+        connect: Callable[[], duckdb.DuckDBPyConnection],
+        recipe_slugs: set[str],
+        node_ids: set[str],
+        problems: Problems,
+        scanned: Mapping[str, bytes] | None,
+    ) -> tuple[list[ParsedFile], pa.Table]:
+        """:func:`load_rows` over this cache's rows."""
+        return load_rows(files, connect, recipe_slugs, node_ids, problems, self.rows, scanned)
 
     def prune(self) -> None:
         """Forget pages no longer in the site, so the cache does not grow without bound."""
@@ -175,7 +177,7 @@ def _distinct_by_file(raw: pa.Table, column: str, files: int) -> list[tuple[str,
 
 
 def load_rows(
-    files: list[RowFile],
+    files: Sequence[RowFile],
     connect: Callable[[], duckdb.DuckDBPyConnection],
     known_recipes: set[str],
     known_nodes: set[str],
@@ -192,7 +194,6 @@ def load_rows(
 
     from builder.data.ingest import validate_rows
     from builder.data.rows import ParsedFile, parse_row_files
-    from builder.engine.inputs import digest_bytes
 
     # Reused rows are taken from the previous table by position, consecutive files in one slice
     # (a slice per file cost more than the rest of an unchanged load).
