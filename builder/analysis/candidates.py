@@ -19,11 +19,10 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
 from builder.content.models import METRICS
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 
 SLACK = 0.999999
 """A gap within this factor of the band still counts as a possible split (rounding)."""
@@ -140,7 +139,7 @@ def candidate_trials(
             keys.append(_integer_ranks(column_of(array)))
         else:
             keys.append(
-                _ranks(table.column(name) if kept is None else pc.take(table.column(name), from_numpy(kept)))
+                _ranks(table.column(name) if kept is None else pc.take(table.column(name), pa.array(kept)))
             )
     order, new_setting, new_run = _boundaries(keys, len(_SETTING))
     del keys
@@ -225,19 +224,19 @@ def candidate_trials(
     final = np.lexsort((positions, metric, setting_of_row[positions]))
     positions, metric = positions[final], metric[final]
     source = source_of[positions]
-    trials = pc.take(table.select(["pos", *_SETTING, "date", "run_class"]), from_numpy(source))
+    trials = pc.take(table.select(["pos", *_SETTING, "date", "run_class"]), pa.array(source))
     value = np.empty(len(source))
     for index in np.unique(metric):
         chosen = metric == index
-        picked_values = pc.take(table.column(METRICS[int(index)]), from_numpy(source[chosen]))
+        picked_values = pc.take(table.column(METRICS[int(index)]), pa.array(source[chosen]))
         value[chosen] = picked_values.to_numpy(zero_copy_only=False)
     return pa.table(
         {
-            "metric": from_numpy(metric),
+            "metric": pa.array(metric),
             **{name: trials.column(name) for name in _SETTING},
             "date": trials.column("date"),
             "run_class": trials.column("run_class"),
             "pos": trials.column("pos"),
-            "value": from_numpy(value),
+            "value": pa.array(value),
         }
     )

@@ -25,13 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from builder.analysis.candidates import candidate_trials
 from builder.analysis.noise import Run, RunMeta, TrialDetails
 from builder.content.flags import FlagSyntaxError, flag_map, format_value, parse_env
 from builder.content.models import METRICS
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 from builder.data.rowfile import take_rows
 
 if TYPE_CHECKING:
@@ -125,9 +124,9 @@ class _Codes:
         self.recipes = list(recipes)
         self.classes = list(classes)
         """Per run class: (recipe, node, engine_version, engine_build, flags key, env key)."""
-        combo = from_numpy(combos.of_row_id[rows.column("row_id").to_numpy()])
+        combo = pa.array(combos.of_row_id[rows.column("row_id").to_numpy()])
         columns: dict[str, Any] = {
-            "pos": from_numpy(np.arange(rows.num_rows, dtype=np.int32)),
+            "pos": pa.array(np.arange(rows.num_rows, dtype=np.int32)),
             "recipe": pc.take(pa.array(recipe_of, pa.int32()), combo),
             "hardware": pc.take(pa.array(hw_of, pa.int32()), combo),
             "prompt_tokens": rows.column("prompt_tokens"),
@@ -229,7 +228,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     head: dict[str, list[Any]] = {}
     for name in key_names:
         if trials.column(name).null_count:
-            head[name] = pc.take(trials.column(name), from_numpy(starts)).to_pylist()
+            head[name] = pc.take(trials.column(name), pa.array(starts)).to_pylist()
         elif name == "date":
             head[name] = arrays[name][starts].astype(object).tolist()  # datetime64[D] → dt.date
         else:
@@ -261,7 +260,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
         """Each run's engine, flags, env, drivers and harnesses, from per-run code ranges: a run whose
         rows agree (nearly all) needs no Python beyond a lookup."""
         trials_meta = table()
-        firsts = pc.take(trials_meta, from_numpy(starts))
+        firsts = pc.take(trials_meta, pa.array(starts))
         engine = _per_run(trials_meta.column("engine"), starts, lambda values: min(values, default=None))
         drivers = _per_run(trials_meta.column("driver"), starts, lambda values: tuple(sorted(set(values))))
         harnesses = _per_run(trials_meta.column("harness"), starts, lambda values: tuple(sorted(set(values))))

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 from builder.data.rowfile import take_rows
 from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
 from builder.errors import Problems
@@ -214,7 +213,7 @@ def _typed_table(raw: pa.Table) -> pa.Table:
     for col in _TEXT[3:]:
         out[col] = _as_null(raw.column(col), "")
     table = pa.table(out)
-    return table.add_column(0, "row_id", from_numpy(np.arange(table.num_rows, dtype=np.int32)))
+    return table.add_column(0, "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32)))
 
 
 def ingest_rows(
@@ -263,7 +262,7 @@ def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray
         dictionaries.append(values)
         con.register(
             f"_values{number}",
-            pa.table({column: values, "_i": from_numpy(np.arange(len(values), dtype=np.int32))}),
+            pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))}),
         )
         conditions = [f"({sql}) IS NULL" for col, sql in _value_checks() if col == column]
         if column in REQUIRED_ROW_FIELDS:
@@ -354,7 +353,7 @@ def validate_rows(
             suspects = np.flatnonzero(~passing)
             bad: list[tuple[int, int, str]] = []
             if len(suspects):
-                con.register("raw", take_rows(raw, from_numpy(suspects)))
+                con.register("raw", take_rows(raw, pa.array(suspects)))
                 try:
                     bad = con.execute(_VALIDATE_SQL).fetchall()
                 finally:

@@ -355,7 +355,7 @@ def _check_row_strings(
     site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
 ) -> None:
     """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever with ``memo``)."""
-    from builder.data import arrow_compute as pc
+    import pyarrow.compute as pc
 
     memo = {} if memo is None else memo
     for column, parse in (("flags", flag_map), ("env", parse_env)):

@@ -11,11 +11,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from builder.content.models import ROW_FIELDS
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 
 BOM = b"\xef\xbb\xbf"
 STRING_SCHEMA_FIELDS = [pa.field(name, pa.string()) for name in ROW_FIELDS]
@@ -173,30 +172,29 @@ def empty_string_table() -> pa.Table:
 def file_row_ids(indices: np.ndarray, counts: np.ndarray) -> tuple[pa.Array, pa.Array]:
     """``_file`` and ``_row`` columns for files ``indices`` contributing ``counts`` rows each, in order."""
     counts = counts.astype(np.int64)
-    file_ids = from_numpy(np.repeat(indices.astype(np.int32), counts))
+    file_ids = pa.array(np.repeat(indices.astype(np.int32), counts))
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     rows = (np.arange(int(counts.sum()), dtype=np.int64) - starts).astype(np.int32)
-    return file_ids, from_numpy(rows)
+    return file_ids, pa.array(rows)
 
 
 def take_rows(table: pa.Table, positions: pa.Array | pa.ChunkedArray) -> pa.Table:
     """``table.take(positions)`` chunk by chunk: Arrow's take first concatenates a chunked string
-    column (a copy of the whole column to pick a few rows). Through :mod:`builder.data.arrow_compute`,
-    as every take on a build's path: ``Array.take`` imports ``pyarrow.compute``."""
+    column (a copy of the whole column to pick a few rows)."""
     wanted = np.asarray(positions.to_numpy(zero_copy_only=False), dtype=np.int64)
     order = np.argsort(wanted, kind="stable")
     ordered = wanted[order]
-    back = from_numpy(np.argsort(order, kind="stable"))
+    back = pa.array(np.argsort(order, kind="stable"))
     columns = {}
     for name in table.column_names:
         column = table.column(name)
         if column.num_chunks <= 1:
-            columns[name] = pc.take(column, from_numpy(wanted))
+            columns[name] = pc.take(column, pa.array(wanted))
             continue
         bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
         cuts = np.searchsorted(ordered, bounds)
         parts = [
-            pc.take(chunk, from_numpy(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
+            pc.take(chunk, pa.array(ordered[cuts[i] : cuts[i + 1]] - bounds[i]))
             for i, chunk in enumerate(column.chunks)
             if cuts[i + 1] > cuts[i]
         ]

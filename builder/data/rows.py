@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from builder.content.models import (
     FLOAT_ROW_FIELDS,
@@ -28,8 +29,6 @@ from builder.content.models import (
     REQUIRED_ROW_FIELDS,
     ROW_FIELDS,
 )
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 from builder.data.csvbatch import CsvBatches
 from builder.data.rowfile import (
     STRING_SCHEMA_FIELDS,
@@ -337,7 +336,7 @@ def _in_file_order(pieces: list[pa.Table]) -> pa.Table:
     order = np.argsort(file_ids, kind="stable")
     breaks = np.flatnonzero(np.diff(order) != 1) + 1
     if len(breaks) > 256:
-        return pc.take(combined, from_numpy(order))
+        return pc.take(combined, pa.array(order))
     starts = np.concatenate([[0], breaks])
     stops = np.concatenate([breaks, [len(order)]])
     return pa.concat_tables(
@@ -383,6 +382,6 @@ def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[Pars
             row_ids = table.column("_line").combine_chunks()
             table = table.drop_columns(["_line"])
         else:
-            row_ids = from_numpy(np.arange(n, dtype=np.int32))
-        pieces.append(normalise(table, from_numpy(np.full(n, index, dtype=np.int32)), row_ids))
+            row_ids = pa.array(np.arange(n, dtype=np.int32))
+        pieces.append(normalise(table, pa.array(np.full(n, index, dtype=np.int32)), row_ids))
     return [p for p in parsed if p is not None], _in_file_order(pieces)

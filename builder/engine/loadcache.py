@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from builder.data.arrays import from_numpy
 from builder.data.load import PageEntry
 from builder.engine.inputs import digest_bytes
 from builder.errors import Problem, Problems
@@ -158,8 +157,7 @@ def _distinct_by_file(raw: pa.Table, column: str, files: int) -> list[tuple[str,
 
     Dictionary codes and numpy, not ``Table.group_by`` (whose Acero import costs ≈ 0.05 s)."""
     import numpy as np
-
-    from builder.data import arrow_compute as pc
+    import pyarrow.compute as pc
 
     encoded = pc.dictionary_encode(raw.column(column).combine_chunks())
     words = encoded.dictionary.to_pylist()
@@ -300,9 +298,9 @@ def load_rows(
     n = combined.num_rows
     file_id = np.repeat(np.arange(len(files), dtype=np.int32), counts)
     combined = combined.set_column(
-        combined.schema.get_field_index("row_id"), "row_id", from_numpy(np.arange(n, dtype=np.int32))
+        combined.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(n, dtype=np.int32))
     )
-    combined = combined.set_column(combined.schema.get_field_index("file_id"), "file_id", from_numpy(file_id))
+    combined = combined.set_column(combined.schema.get_field_index("file_id"), "file_id", pa.array(file_id))
     cache.entries = {f.rel: entries[f.rel] for f in files}
     cache.typed = combined
     return final_parsed, combined

@@ -21,12 +21,11 @@ from pathlib import PurePosixPath
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from builder.analysis.annotations import load_annotations
 from builder.analysis.reconcile import reconcile_rows
 from builder.content.models import RecipeMeta
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
 from builder.data.ingest import validate_rows
 from builder.data.load import Recipe, Site, _load_page, _make_recipe
 from builder.data.rows import ROW_FILE_SUFFIXES, ParsedFile, RowFile, parse_row_files
@@ -102,7 +101,7 @@ def _row_file(
     typed = typed.set_column(
         typed.schema.get_field_index("file_id"),
         "file_id",
-        from_numpy(np.full(typed.num_rows, file_id, np.int32)),
+        pa.array(np.full(typed.num_rows, file_id, np.int32)),
     )
     mini = dataclasses.replace(site, row_files=row_files)
     return _render(ctx, mini, slug, old_rows, typed.cast(old_rows.schema), con)
@@ -133,7 +132,7 @@ def _render(
     table = table.set_column(
         table.schema.get_field_index("row_id"),
         "row_id",
-        from_numpy(np.arange(table.num_rows, dtype=np.int32)),
+        pa.array(np.arange(table.num_rows, dtype=np.int32)),
     )
     con.register("rows", table)
     try:

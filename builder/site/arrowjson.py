@@ -25,8 +25,7 @@ from collections.abc import Collection, Iterator
 import numpy as np
 import pyarrow as pa
 
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
+import pyarrow.compute as pc
 
 _encode_string = json.encoder.encode_basestring
 
@@ -44,7 +43,7 @@ def json_values(array: pa.Array | pa.ChunkedArray, prefix: str = "") -> pa.Array
     ):
         raise TypeError(f"no JSON text for Arrow type {kind}")
     if array.null_count == len(array):  # common for optional fields
-        return pc.take(pa.array([prefix + "null"], pa.string()), from_numpy(np.zeros(len(array), np.int32)))
+        return pc.take(pa.array([prefix + "null"], pa.string()), pa.array(np.zeros(len(array), np.int32)))
     if _is_text(kind):
         encoded = pc.dictionary_encode(array)
         words = [prefix + _encode_string(v) for v in encoded.dictionary.to_pylist()]
@@ -128,7 +127,7 @@ def json_array_pieces(
     starts, names = _runs(groups)
     if len(set(names)) < len(names):  # a group in several runs: sort rows by group, stably
         order = pc.sort_indices(
-            pa.table({"g": groups, "i": from_numpy(np.arange(len(groups)))}),
+            pa.table({"g": groups, "i": pa.array(np.arange(len(groups)))}),
             [("g", "ascending"), ("i", "ascending")],
         )
         table, groups = pc.take(table, order), pc.take(groups, order)
@@ -165,4 +164,4 @@ def _runs(groups: pa.Array) -> tuple[np.ndarray, list[str]]:
     """Where each run of equal values starts, and its value."""
     change = pc.not_equal(groups.slice(1), groups.slice(0, len(groups) - 1))
     starts = np.concatenate([[0], np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1])
-    return starts, pc.take(groups, from_numpy(starts)).to_pylist()
+    return starts, pc.take(groups, pa.array(starts)).to_pylist()

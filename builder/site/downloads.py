@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from builder.data import arrow_compute as pc
+import pyarrow.compute as pc
 from builder.site import deps
-from builder.data.arrays import from_numpy
 from builder.site.arrowjson import json_array_pieces
 from builder.content.markdown import Markdown
 from builder.site.deps import Reuse, no_reuse
@@ -224,7 +223,7 @@ def _rows_json(export: Export) -> Iterator[tuple[str, list[memoryview]]]:
     )
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
-    rows = rows.append_column("status", pc.take(statuses, from_numpy(codes)))
+    rows = rows.append_column("status", pc.take(statuses, pa.array(codes)))
     return json_array_pieces(rows, table.column("recipe"), raw={"status"})
 
 

@@ -12,8 +12,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from builder.data import arrow_compute as pc
-from builder.data.arrays import from_numpy
+import pyarrow.compute as pc
 from builder.data.load import Site
 from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.site.views import ROW_COLUMNS
@@ -77,7 +76,7 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     row_ids = table.column("row_id").to_numpy()
     if len(row_ids) > 1 and not np.all(row_ids[1:] > row_ids[:-1]):
         order = np.argsort(row_ids, kind="stable")
-        table, row_ids = pc.take(table, from_numpy(order)), row_ids[order]
+        table, row_ids = pc.take(table, pa.array(order)), row_ids[order]
     # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
     table = table.combine_chunks()
     kinds, codes = status_codes(recon, row_ids)
@@ -85,7 +84,7 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     files = pa.array([parsed.source.rel for parsed in site.row_files], pa.string())
     lines = _source_lines(site, file_ids, table.column("file_row").to_numpy())
     table = table.drop_columns(["file_id", "file_row"])
-    take = from_numpy(codes)
+    take = pa.array(codes)
     extra = {
         "status": pc.take(pa.array([s.status for s in kinds], pa.string()), take),
         "differences": pc.take(
@@ -93,8 +92,8 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
             take,
         ),
         "unrecorded": pc.take(pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()), take),
-        "source_file": pc.take(files, from_numpy(file_ids)),
-        "source_line": from_numpy(lines),  # int32
+        "source_file": pc.take(files, pa.array(file_ids)),
+        "source_line": pa.array(lines),  # int32
     }
     for name, column in extra.items():
         table = table.append_column(name, column)

@@ -156,7 +156,7 @@ def newest_dates(rows: pa.Table) -> dict[str, dt.date]:
     import numpy as np
     import pyarrow as pa
 
-    from builder.data import arrow_compute as pc
+    import pyarrow.compute as pc
 
     if rows.num_rows == 0:
         return {}

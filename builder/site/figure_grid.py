@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from builder.data import arrow_compute as pc
+import pyarrow.compute as pc
 from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
 from builder.content.models import METRICS
 from builder.analysis.reconcile import Reconciliation

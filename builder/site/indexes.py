@@ -225,7 +225,7 @@ def hardware_ids(site: Site) -> list[str]:
 
 def engine_slugs(site: Site) -> list[str]:
     """The slugs :func:`engines` lists, sorted: engines of recipes and of rows."""
-    from builder.data import arrow_compute as pc
+    import pyarrow.compute as pc
 
     named = {r.meta.engine for r in site.recipes.values()}
     # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).

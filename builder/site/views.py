@@ -13,7 +13,7 @@ from typing import Any, overload
 
 import pyarrow as pa
 
-from builder.data import arrow_compute as pc
+import pyarrow.compute as pc
 from builder.content.markdown import slugify
 from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.data.load import CaseStudy, Recipe, Site
