@@ -74,17 +74,18 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 class Server:
-    """``python -m builder serve`` in a child process."""
+    """``python -m builder serve`` in a child process, run from ``cwd`` (a checkout of the builder);
+    ``env`` is added to this environment."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, cwd: Path = REPO, env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "builder", "serve", "--root", str(root), "--port", "0"],
-            cwd=REPO,
+            cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -117,6 +118,17 @@ class Server:
                 body = self.get(path)
                 if marker in body:
                     return time.perf_counter()
+
+    def settle(self, quiet: float = 1.0) -> None:
+        """Return once no rebuild has run or started for ``quiet`` seconds: a save's quick page is
+        followed by the full rebuild, which would otherwise share the machine with the next figure."""
+        since = -1
+        while True:
+            self.conn.request("GET", f"/__livereload/poll?since={since}&timeout={quiet}")
+            state = json.loads(self.conn.getresponse().read())
+            if state["epoch"] == since and not state["building"]:
+                return
+            since = state["epoch"]
 
     def stop(self) -> str:
         self.conn.close()

@@ -22,3 +22,45 @@ def test_a_variant_names_its_checkout_and_environment(tmp_path: Path) -> None:
     assert variant.code == tmp_path.resolve()
     # a value may hold '=' (GLIBC_TUNABLES does); only the first ':' ends the code folder
     assert variant.env == {"MIMALLOC_PURGE_DELAY": "-1", "GLIBC_TUNABLES": "a=1:b=2"}
+
+
+def test_every_kind_has_a_limit() -> None:
+    assert set(bench_ab.LIMITS) == set(bench_ab.KINDS)
+
+
+def test_the_guard_allows_a_build_kind_its_share_slower_and_not_more() -> None:
+    # the cold build may be 15 % slower than today's main, the edit build 30 %
+    assert bench_ab.verdict("cold", 8.0, 14.9, 700) == "ok"
+    assert bench_ab.verdict("cold", 8.0, 15.1, 700) == "MISS: +15.1 % > +15 %"
+    assert bench_ab.verdict("edit", 1.0, 29.0, 700) == "ok"
+    assert bench_ab.verdict("check", 3.0, 20.0, 700).startswith("MISS")
+
+
+def test_the_first_variant_is_judged_only_on_absolute_limits() -> None:
+    assert bench_ab.verdict("cold", 100.0, None, 700) == "ok"
+    assert bench_ab.verdict("serve-edit", 0.051, None, 0) == "MISS: 51 ms > 50 ms"
+
+
+def test_the_guard_limits_peak_memory_to_one_gigabyte() -> None:
+    assert bench_ab.verdict("add-row", 1.0, 0.0, 1024) == "ok"
+    assert bench_ab.verdict("add-row", 1.0, 0.0, 1100) == "MISS: 1100 MiB > 1024 MiB"
+
+
+def test_an_edited_recipe_in_the_preview_is_judged_in_milliseconds_a_new_row_file_paired() -> None:
+    assert bench_ab.verdict("serve-edit", 0.040, 80.0, 0) == "ok"
+    assert bench_ab.verdict("serve-row", 0.5, 0.0, 0) == "ok"
+    assert bench_ab.verdict("serve-row", 0.5, 1.0, 0) == "MISS: +1.0 % > +0 %"
+
+
+def test_the_paired_difference_is_the_median_of_each_rounds_ratio() -> None:
+    first = bench_ab.Runs(seconds=[1.0, 2.0, 10.0])
+    other = bench_ab.Runs(seconds=[1.1, 1.0, 10.0])
+    # per round +10 %, -50 %, 0 %: not the difference of the medians (2.0 against 1.1)
+    assert round(bench_ab.paired_pct(first, other), 6) == 0.0
+
+
+def test_a_variant_runs_its_own_checkouts_builder(tmp_path: Path) -> None:
+    (tmp_path / "builder").mkdir()
+    (tmp_path / "builder" / "__init__.py").write_text("", encoding="utf-8")
+    variant = bench_ab.parse_variant(f"other={tmp_path}")
+    assert bench_ab.imported_builder(variant) == tmp_path.resolve() / "builder" / "__init__.py"
