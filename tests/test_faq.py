@@ -226,32 +226,18 @@ def test_a_body_edit_re_renders_only_its_models_troubleshooting_page(
     assert "troubleshooting/example-other-model/index.html" in report.written
 
 
-def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_summary_comes_from_the_child(
-    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_an_edit_outside_the_questions_renders_no_troubleshooting_page(
+    make_site: MakeSite, tmp_path: Path
 ) -> None:
-    import os
-
-    import builder.site.content_summary
-    import builder.site.search
-
     root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
     out = tmp_path / "out"
     engine = IncrementalBuilder(load_config(root, out), workers=1)
     assert engine.build(None).ok
     search_page = (out / "search/index.html").read_bytes()
     second = root / "content/recipes/second.md"
-    summarized_here: list[int] = []
-    real = builder.site.content_summary.summarize
-
-    def spy(*args: Any, **kwargs: Any) -> Any:
-        summarized_here.append(os.getpid())  # the child's calls are not seen in this process
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(builder.site.content_summary, "summarize", spy)
     second.write_text(second.read_text().replace("Synthetic recipe for", "A synthetic recipe, edited, for"))
     report = engine.build({second})
     assert report.ok
-    assert summarized_here == []
     assert "recipes/second/index.html" in report.written
     assert not [p for p in report.written if p.startswith("troubleshooting/")]
     # The search records changed: the page names the new fallback file, which exists.
@@ -272,17 +258,3 @@ def test_an_edit_outside_the_questions_renders_no_troubleshooting_page_and_the_s
     build(load_config(root, clean), cache=False)
     for rel in ("troubleshooting/index.html", "search/index.html"):
         assert (out / rel).read_bytes() == (clean / rel).read_bytes(), rel
-
-
-def test_a_first_build_gives_the_same_pages_with_its_summary_worked_out_in_a_child(
-    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import builder.engine.incremental
-
-    root = make_site({"content/recipes/second.md": textwrap.dedent(RECIPE).format(q="Second?")})
-    monkeypatch.setattr(builder.engine.incremental, "SUMMARY_CHILD_RECIPES", 10**9)
-    build(load_config(root, tmp_path / "here"), cache=False)
-    monkeypatch.setattr(builder.engine.incremental, "SUMMARY_CHILD_RECIPES", 0)
-    build(load_config(root, tmp_path / "child"), cache=False)
-    for rel in ("troubleshooting/index.html", "search/index.html", "recipes/second/index.html"):
-        assert (tmp_path / "here" / rel).read_bytes() == (tmp_path / "child" / rel).read_bytes(), rel
