@@ -417,11 +417,6 @@ class IncrementalBuilder:
         out = config.out
         early = self._early if self._early is not None else EarlyStages([], markdown, memo)
         earlier = self._context if reused else None
-        pages = None
-        if self.keep_context:  # the preview: pages' values for the next template-only rebuild
-            from builder.site.page_memo import PageMemo
-
-            pages = earlier.memo if earlier is not None and earlier.memo is not None else PageMemo()
         summary_source, summary_child = stages.summary_source, None
         if summary_source is None and len(site.recipes) >= SUMMARY_CHILD_RECIPES:
             # No search child to work it out (a first build): the bodies are rendered here, for the
@@ -440,7 +435,6 @@ class IncrementalBuilder:
                 loaded.recon,
                 markdown,
                 earlier.rows if earlier else None,
-                memo=pages,
                 summary_source=summary_source,
             )
             if self.persist:

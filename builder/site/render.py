@@ -11,7 +11,7 @@ import functools
 import hashlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,26 +20,24 @@ from urllib.parse import urlsplit
 import jinja2
 from markupsafe import Markup
 
+from builder.analysis.reconcile import Reconciliation
+from builder.content.markdown import Markdown
+from builder.data.load import Site, today
+from builder.data.model_slugs import comparison_slugs
+from builder.errors import TemplateError
 from builder.site import deps
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.site.charts import page_data
-from builder.content.markdown import Markdown
 from builder.site.downloads import api_page_jobs
-from builder.errors import TemplateError
 from builder.site.faq import faq_jsonld, faq_page_jobs
 from builder.site.findings_pages import findings_page_jobs, recipe_findings
 from builder.site.indexes import index_page_jobs
 from builder.site.jsonscript import script_json
-from builder.data.load import Site, today
-from builder.data.model_slugs import comparison_slugs
-from builder.site.page_memo import PageMemo
-from builder.analysis.reconcile import Reconciliation
 from builder.site.search import search_page_jobs
 from builder.site.tables import chart_rows, row_table_rows
 from builder.site.views import (
     METRIC_LABELS,
-    RowsByRecipe,
     api_example,
     case_studies_by_recipe,
     headline,
@@ -160,8 +158,6 @@ class RenderContext:
     """Base model → slug of its comparison page (models with more than one recipe)."""
     node_hw: dict[str, str] = field(default_factory=dict)
     """Node → hardware id, for the settings of charts and comparisons."""
-    memo: PageMemo | None = None
-    """Pages' template-independent values, kept across the preview's template-only rebuilds."""
     summary_source: Callable[[], ContentSummary | None] | None = None
     """Where :meth:`content_summary` comes from when worked out elsewhere (the search child); None
     from it, or none given: computed here."""
@@ -214,12 +210,10 @@ def make_context(
     recon: Reconciliation,
     markdown: Markdown | None = None,
     rows: Mapping[str, list[dict[str, Any]]] | None = None,
-    memo: PageMemo | None = None,
     summary_source: Callable[[], ContentSummary | None] | None = None,
 ) -> RenderContext:
     """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
-    template edit), with the recipes it already converted. ``memo``: pages' values to keep (and
-    reuse when they were made for this very site data, see :mod:`builder.site.page_memo`)."""
+    template edit), with the recipes it already converted."""
     config = site.config
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
@@ -234,61 +228,37 @@ def make_context(
         build_date=today(config),
         comparisons=comparison_slugs(site),
         node_hw=site.node_hardware(),
-        memo=memo,
         summary_source=summary_source,
     )
-    if memo is not None:
-        memo.bind(ctx)
-        memo.install(ctx.env)
     return ctx
-
-
-def _recipe_values(ctx: RenderContext, slug: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a recipe page computes from the site's data: nothing here depends on a template."""
-    recipe = ctx.site.recipes[slug]
-    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
-    findings, marked_rows = recipe_findings(ctx, slug)
-    return {
-        "statuses": statuses,
-        "findings": findings,
-        "marked_rows": marked_rows,
-        "anchors": row_anchors(ctx.site, rows),
-        "headline": headline(recipe, rows, ctx.recon),
-        "params": key_parameters(recipe),
-        "command": recipe_command(recipe),
-        "api": api_example(recipe),
-        "charts": recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
-    }
 
 
 def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     recipe = ctx.site.recipes[slug]
-    path = f"recipes/{slug}/index.html"
-    memo = ctx.memo if ctx.memo is not None and ctx.memo.serves(ctx) else None
-    entry = memo.get(path) if memo is not None else None
-    rows: Sequence[dict[str, Any]]
-    if entry is not None and isinstance(ctx.rows, RowsByRecipe):
-        rows = ctx.rows.lazy(slug)  # everything computed from them is remembered
-        computed = entry.values
-    else:
-        rows = ctx.rows.get(slug, [])
-        computed = _recipe_values(ctx, slug, rows)
-        entry = memo.add(path, computed) if memo is not None else None
-    values = {
-        "recipe": recipe,
-        "meta": recipe.meta,
-        "body": ctx.markdown.render(recipe.doc, faq=True),
-        "rows": rows,
-        **computed,
-        "cases": ctx.cases_by_recipe.get(slug, []),
-        "hardware_name": ctx.site.hardware_name(recipe.meta.hardware),
-        "nodes": ctx.site.nodes,
-        "comparison_url": _comparison_url(ctx, recipe.meta.model),
-    }
-    if memo is None or entry is None:
-        return ctx.page("recipe.html", path, **values)
-    with memo.page(path, entry, values):
-        return ctx.page("recipe.html", path, **values)
+    rows = ctx.rows.get(slug, [])
+    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
+    findings, marked_rows = recipe_findings(ctx, slug)
+    return ctx.page(
+        "recipe.html",
+        f"recipes/{slug}/index.html",
+        recipe=recipe,
+        meta=recipe.meta,
+        body=ctx.markdown.render(recipe.doc, faq=True),
+        rows=rows,
+        statuses=statuses,
+        findings=findings,
+        marked_rows=marked_rows,
+        anchors=row_anchors(ctx.site, rows),
+        headline=headline(recipe, rows, ctx.recon),
+        params=key_parameters(recipe),
+        command=recipe_command(recipe),
+        api=api_example(recipe),
+        charts=recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
+        cases=ctx.cases_by_recipe.get(slug, []),
+        hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
+        nodes=ctx.site.nodes,
+        comparison_url=_comparison_url(ctx, recipe.meta.model),
+    )
 
 
 def render_case_study(ctx: RenderContext, slug: str) -> bytes:
