@@ -229,7 +229,8 @@ def test_the_search_stage_announces_the_content_summary_before_pagefind_starts(
     import builder.site.search
     from builder.content.markdown import Markdown
     from builder.engine.pipeline import load_and_reconcile, page_independent_stages
-    from builder.site.content_summary import ContentSummary, summarize
+    from builder.site.content_summary import summarize
+    from builder.site.context import ContentSummary
 
     loaded = load_and_reconcile(load_config(REPO, tmp_path / "out"))
     events: list[str] = []

@@ -73,9 +73,9 @@ if TYPE_CHECKING:
     from builder.engine.early_stages import EarlyStages
     from builder.engine.output import Linker, Staging
     from builder.engine.pipeline import Loaded
+    from builder.site.context import RenderContext
     from builder.site.deps import Reuse
     from builder.site.downloads import SiteWideAhead
-    from builder.site.render import RenderContext
 
 
 SUMMARY_CHILD_RECIPES = 200
@@ -430,21 +430,15 @@ class IncrementalBuilder:
             summary_child = Forked(functools.partial(summarize, site, markdown))
             summary_source = summary_child.result
         try:
-            ctx = make_context(
-                site,
-                loaded.recon,
-                markdown,
-                earlier.rows if earlier else None,
-                summary_source=summary_source,
-            )
+            ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None)
             if self.persist:
                 from builder.engine.template_cache import template_cache
 
                 ctx.env.bytecode_cache = template_cache(config.cache_dir, code)
-            jobs = page_jobs(ctx)
+            jobs = page_jobs(ctx, summary_source() if summary_source is not None else None)
         finally:
             if summary_child is not None:
-                summary_child.cancel()  # taken by page_jobs; otherwise not left running
+                summary_child.cancel()  # taken above; otherwise not left running
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
     from builder.content.markdown import Markdown
     from builder.data.loadcache import LoadCache
     from builder.engine.forked import Forked
-    from builder.site.content_summary import ContentSummary
+    from builder.site.context import ContentSummary, RenderContext
     from builder.site.downloads import SiteWideAhead
-    from builder.site.render import RenderContext
 
 
 @dataclass

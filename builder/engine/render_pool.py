@@ -13,7 +13,7 @@ from builder.engine.inputs import digest_bytes
 from builder.errors import BuildAborted, BuilderError
 
 if TYPE_CHECKING:
-    from builder.site.render import RenderContext
+    from builder.site.context import RenderContext
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, called from the building thread."""

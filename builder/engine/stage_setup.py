@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from builder.engine.build_state import State
     from builder.engine.early_stages import EarlyStages
     from builder.engine.inputs import Inputs
-    from builder.site.content_summary import ContentSummary
+    from builder.site.context import ContentSummary
 
 
 @dataclass

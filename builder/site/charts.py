@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from builder.site.figures import QUANTITY_LABELS, STATUS_LABELS
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED
+from builder.site.figures import QUANTITY_LABELS, STATUS_LABELS
 
 DATA_NAME = "rows"
 _SENTINEL = "@@chart-data@@"

@@ -12,10 +12,10 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.data import arrow_compute as pc
 from builder.data.arrays import from_numpy
 from builder.data.load import Site
-from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.site.views import ROW_COLUMNS
 
 

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from builder.analysis.reconcile import Reconciliation
+from builder.content.models import METRICS
 from builder.data import arrow_compute as pc
 from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
-from builder.content.models import METRICS
-from builder.analysis.reconcile import Reconciliation
 from builder.site.views import RowsByRecipe
 
 QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)
