@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from builder.config import load_config  # noqa: E402
 from builder.content.markdown import Markdown  # noqa: E402
 from builder.engine.pipeline import load_and_reconcile  # noqa: E402
+from builder.site.context import RenderContext  # noqa: E402
 from builder.site.faq import faq_entries  # noqa: E402
-from builder.site.render import RenderContext, make_context, render_recipe  # noqa: E402
+from builder.site.render import make_context, render_recipe  # noqa: E402
 from builder.site.views import rows_by_recipe  # noqa: E402
 
 DEFAULT_ROOT = Path(__file__).resolve().parent / "out" / "site-1000x100"

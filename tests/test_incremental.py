@@ -249,7 +249,7 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
     editor = Editor(site, rnd)
     out = tmp_path / "out-incremental"
     clean = tmp_path / "out-clean"
-    # The preview's mode also keeps the render context, whose site, reconciliation and page values
+    # The preview's mode also keeps the render context, whose site, reconciliation and rows by recipe
     # a template-only edit reuses.
     engine = IncrementalBuilder(load_config(site, out), workers=1, atomic=atomic, keep_context=not atomic)
     first = engine.build(None)

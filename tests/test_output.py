@@ -173,8 +173,8 @@ INTERRUPTED = textwrap.dedent(
     else:
         import builder.site.render as render
         real_jobs = render.page_jobs
-        def jobs(ctx):
-            found = real_jobs(ctx)
+        def jobs(ctx, summary=None):
+            found = real_jobs(ctx, summary)
             def stop():
                 os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while rendering
                 return b""

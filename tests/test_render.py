@@ -11,7 +11,7 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.engine.incremental import build
-from builder.site.render import fmt_number
+from builder.site.formats import fmt_number
 from tests.conftest import REPO, MakeSite
 
 

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from builder.content.markdown import RenderedBody
     from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
-    from builder.site.render import RenderContext
+    from builder.site.context import RenderContext
 
 
 class IncrementalBuilder:

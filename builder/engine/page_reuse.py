@@ -17,7 +17,7 @@ from builder.errors import BuilderError
 
 if TYPE_CHECKING:
     from builder.engine.build_state import OutputRecord
-    from builder.site.render import PageJob
+    from builder.site.context import PageJob
 
 
 class Fingerprints:

@@ -16,7 +16,7 @@ from builder.site.deps import Reuse, no_reuse
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
-    from builder.site.render import RenderContext
+    from builder.site.context import RenderContext
 
 
 @dataclass

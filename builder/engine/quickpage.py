@@ -30,7 +30,8 @@ from builder.data.ingest import validate_rows
 from builder.data.load import Recipe, Site, _load_page, _make_recipe
 from builder.data.rows import ROW_FILE_SUFFIXES, ParsedFile, RowFile, parse_row_files
 from builder.errors import Problems
-from builder.site.render import RenderContext, render_recipe
+from builder.site.context import RenderContext
+from builder.site.render import render_recipe
 from builder.site.views import rows_by_recipe
 
 

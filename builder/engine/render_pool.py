@@ -13,7 +13,7 @@ from builder.engine.inputs import digest_bytes
 from builder.errors import BuildAborted, BuilderError
 
 if TYPE_CHECKING:
-    from builder.site.render import RenderContext
+    from builder.site.context import RenderContext
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, called from the building thread."""
@@ -61,19 +61,16 @@ def _render_one(
 _FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
 
 
-def _worker_chunk(
-    indices: list[int],
-) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[str, bytes]]:
-    """Render some jobs; also return the markdown this worker rendered or used and the pages' values
-    it computed, for the parent's caches (the next build's workers inherit them)."""
+def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str]]:
+    """Render some jobs; also return the markdown this worker rendered or used, for the parent's
+    cache (the next build's workers inherit it)."""
     assert _FORK is not None
     ctx, recorder, jobs = _FORK
     before = set(ctx.markdown.cache)
     ctx.markdown.used = set()
     results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
     fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
-    pages = ctx.memo.take_fresh() if ctx.memo is not None else {}
-    return results, fresh, ctx.markdown.used, pages
+    return results, fresh, ctx.markdown.used
 
 
 def job_chunks(pending: list[int], workers: int) -> list[list[int]]:
@@ -121,16 +118,12 @@ def render_jobs(
             out.append(_render_one(ctx, recorder, index, jobs[index][1]))
             if progress is not None:
                 progress("render", done, total)
-        if ctx.memo is not None:
-            ctx.memo.take_fresh()  # packed: kept small
         return out
     import concurrent.futures
     import multiprocessing
 
     chunks = job_chunks(pending, count)
     results: list[_Rendered] = []
-    if ctx.memo is not None:
-        ctx.memo.take_fresh()  # so that workers send back only their own
     _FORK = (ctx, recorder, jobs)
     # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
     # the children's own. Close it and fork; each process opens its own when it first queries.
@@ -142,12 +135,10 @@ def render_jobs(
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork")
         ) as pool:
-            for chunk_results, fresh, used, pages in pool.map(_worker_chunk, chunks):
+            for chunk_results, fresh, used in pool.map(_worker_chunk, chunks):
                 results.extend(chunk_results)
                 ctx.markdown.cache.update(fresh)
                 ctx.markdown.used.update(used)
-                if ctx.memo is not None:
-                    ctx.memo.merge(pages)
                 if progress is not None:
                     progress("render", len(results), total)
     finally:

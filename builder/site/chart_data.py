@@ -14,6 +14,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from builder.analysis.findings import Finding
+from builder.analysis.reconcile import DIFFERS, MATCHES, RowStatus
+from builder.content.models import METRICS
 from builder.site.charts import (
     CONCURRENCY,
     HISTORY,
@@ -31,9 +34,6 @@ from builder.site.figures import (
     status_rank,
     why_text,
 )
-from builder.analysis.findings import Finding
-from builder.content.models import METRICS
-from builder.analysis.reconcile import DIFFERS, MATCHES, RowStatus
 
 
 def _basis(statuses: Iterable[str], unrecorded: Iterable[str]) -> str:

@@ -15,18 +15,15 @@ charts and its results table), a link to them.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from builder.site.figures import QUANTITY_LABELS, STATUS_LABELS
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED
+from builder.site.figures import QUANTITY_LABELS, STATUS_LABELS
 
 DATA_NAME = "rows"
 _SENTINEL = "@@chart-data@@"
@@ -208,51 +205,17 @@ def axis_title(quantity: str) -> str:
     return f"{label} ({unit})"
 
 
-# Memoised: the templates are pure functions of (kind, quantity) and of the Altair version, so one
-# build per process is enough; keeping them out of the render context lets tests and benchmarks that
-# build many sites in one process pay for Altair once.
+# Memoised in this process only: a template is a pure function of the code running here (the kind's
+# definition, the labels it shows, the Altair version); a copy kept across processes would need a
+# key covering all of it.
 @functools.cache
 def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
-    """The kind's spec template: from the per-user cache, else built with Altair (and cached).
-
-    Importing Altair alone costs an incremental build most of a second, and the template is a pure
-    function of the kind, this module and the Altair version; so it is kept on disk under a key of
-    those, and a build that finds it never imports Altair.
-    """
+    """The kind's spec template, built with Altair."""
     if kind not in KINDS:
         raise ValueError(f"unknown chart kind {kind!r}")
     if (kind in PER_QUANTITY) != bool(quantity):
         raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
-    path = _spec_cache_path(kind, quantity)
-    if path is not None:
-        try:
-            cached = json.loads(path.read_text(encoding="utf-8"))
-            return SpecTemplate(cached["prefix"], cached["suffix"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # missing or unreadable: build it
-    template = _build_spec_template(kind, quantity)
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(
-                json.dumps({"prefix": template.prefix, "suffix": template.suffix}), encoding="utf-8"
-            )
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a cache that cannot be written only costs time
-    return template
-
-
-def _spec_cache_path(kind: str, quantity: str) -> Path | None:
-    from builder.site.chart_runtime import installed_version, user_cache_dir
-
-    altair_version = installed_version("altair")
-    if altair_version is None:
-        return None
-    source = Path(__file__).read_bytes()
-    key = hashlib.sha256(source + b"\0" + altair_version.encode()).hexdigest()[:20]
-    return user_cache_dir() / "chart-specs" / f"{kind}-{quantity or 'all'}-{key}.json"
+    return _build_spec_template(kind, quantity)
 
 
 def _build_spec_template(kind: str, quantity: str) -> SpecTemplate:

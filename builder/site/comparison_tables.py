@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from markupsafe import Markup, escape
 
+from builder.analysis.reconcile import DIFFERS, NOT_RECORDED
 from builder.site.comparisons import Comparison, Line, SharedTable
 from builder.site.figures import Cell
-from builder.analysis.reconcile import DIFFERS, NOT_RECORDED
+from builder.site.formats import fmt_number, fmt_ratio
 
 HardwareName = Callable[[str], str]
 
@@ -25,8 +26,6 @@ def _e(text: object) -> str:
 
 def figure_html(cell: Cell) -> str:
     """A figure with where it comes from: its value, its run's date and node, and its status."""
-    from builder.site.render import fmt_number
-
     date = cell.date.isoformat()
     out = f'<span class="figure-cell">{fmt_number(cell.value)}</span>'
     if cell.varied:
@@ -48,8 +47,6 @@ def shared_rows(comp: Comparison, table: SharedTable, hardware_name: HardwareNam
 
     Settings name their hardware only where the builds run on more than one and the table is not
     one hardware's own."""
-    from builder.site.render import fmt_ratio
-
     name = hardware_name if comp.multi_hardware and table.hardware is None else None
     labels = {b.slug: _e(b.label) for b in comp.builds}
     columns = [b.slug for b in table.builds]

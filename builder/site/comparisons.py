@@ -19,7 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from builder.analysis.findings import Finding
+from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
+from builder.content.flags import format_value
 from builder.content.markdown import slugify
+from builder.data.load import Recipe, Site
 from builder.site.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.site.figures import (
     QUANTITY_LABELS,
@@ -28,10 +32,6 @@ from builder.site.figures import (
     Row,
     Setting,
 )
-from builder.analysis.findings import Finding
-from builder.content.flags import format_value
-from builder.data.load import Recipe, Site
-from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
 
 DISAGREE_AT = 1.10
 """Two claims about one checkpoint disagree when one figure is this many times the other, or more."""

@@ -11,30 +11,15 @@ recipe file: a body edit that leaves the troubleshooting section alone does not 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from builder.site.context import ContentSummary
 from builder.site.faq import FaqEntry, faq_entries
 from builder.site.search import SearchPlan, page_records
 
 if TYPE_CHECKING:
     from builder.content.markdown import Markdown
     from builder.data.load import Site
-
-
-@dataclass(frozen=True)
-class ContentSummary:
-    search_fallback: str
-    """Path of the file-system fallback script (named by its records' hash)."""
-    search_shards: tuple[str, ...]
-    """Pagefind bundle folders besides ``pagefind/``, in shard order (``pagefind-shards/3/``)."""
-    faq_count: int
-    """Troubleshooting questions over all recipes."""
-    faq_models: dict[str, str]
-    """Base model → hash of its questions (their recipe, question, anchor and answer, in order), for
-    the models with at least one question, sorted."""
-    faq_digest: str
-    """Hash of every question in order."""
 
 
 def prerender_bodies(site: Site, markdown: Markdown) -> None:

@@ -27,26 +27,26 @@ import tempfile
 from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 import pyarrow.compute as pc
 from builder.site import deps
 from builder.site.arrowjson import json_array_pieces
+from builder.analysis.reconcile import Reconciliation, RowStatus
+from builder.content.flags import serve_command
 from builder.content.markdown import Markdown
+from builder.content.models import Row
+from builder.data.load import Site
+from builder.site import deps
+from builder.site.arrowjson import json_array_pieces
+from builder.site.context import PageJob, RenderContext
 from builder.site.deps import Reuse, no_reuse
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
-from builder.content.flags import serve_command
-from builder.data.load import Site
-from builder.content.models import Row
-from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.site.views import ROW_COLUMNS, case_studies_by_recipe
-
-if TYPE_CHECKING:
-    from builder.site.render import PageJob, RenderContext
 
 API_VERSION = 1
 """Bumped when a field of the JSON API changes meaning or disappears (additions keep it)."""

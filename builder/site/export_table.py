@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 import pyarrow.compute as pc
-from builder.data.load import Site
 from builder.analysis.reconcile import Reconciliation, RowStatus
+from builder.data.load import Site
 from builder.site.views import ROW_COLUMNS
 
 

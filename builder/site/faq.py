@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from builder.site import deps
 from builder.content.markdown import FaqItem, Markdown
 from builder.data.load import Recipe, Site
 from builder.data.model_slugs import model_slugs
-
-if TYPE_CHECKING:  # render imports this module; the type is only needed for annotations
-    from builder.site.render import PageJob, RenderContext
+from builder.site import deps
+from builder.site.context import ContentSummary, PageJob, RenderContext
 
 EXCERPT_CHARS = 180
 
@@ -130,10 +128,9 @@ def render_model_troubleshooting(ctx: RenderContext, model: str, slug: str) -> b
     )
 
 
-def faq_page_jobs(ctx: RenderContext) -> list[PageJob]:
+def faq_page_jobs(ctx: RenderContext, summary: ContentSummary) -> list[PageJob]:
     # The pages show the questions and their recipes' front matter: they depend on those, not on
     # every recipe file (a body edit outside the troubleshooting section leaves them as they are).
-    summary = ctx.content_summary()
     jobs: list[PageJob] = [
         (
             "troubleshooting/index.html",

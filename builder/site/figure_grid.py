@@ -23,9 +23,9 @@ import numpy as np
 import pyarrow as pa
 
 import pyarrow.compute as pc
-from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
-from builder.content.models import METRICS
 from builder.analysis.reconcile import Reconciliation
+from builder.content.models import METRICS
+from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
 from builder.site.views import RowsByRecipe
 
 QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from builder.content.models import LOWER_IS_BETTER
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
+from builder.content.models import LOWER_IS_BETTER
 from builder.site.views import METRIC_LABELS
 
 Row = dict[str, Any]

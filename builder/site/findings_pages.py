@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from builder.site import deps
 from builder.analysis.findings import Finding
 from builder.data.load import Site
+from builder.site import deps
+from builder.site.context import PageJob, RenderContext
 from builder.site.views import METRIC_LABELS
-
-if TYPE_CHECKING:  # render imports this module; the types are only needed for annotations
-    from builder.site.render import PageJob, RenderContext
 
 STATUS_LABELS = {
     "acknowledged": "Acknowledged",

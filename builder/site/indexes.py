@@ -10,17 +10,15 @@ import datetime as dt
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from builder.site import deps
 from builder.content.markdown import slugify
 from builder.data.load import Recipe, Site
 from builder.data.model_slugs import comparison_slugs
-
-if TYPE_CHECKING:
-    from builder.site.render import PageJob, RenderContext
+from builder.site import deps
+from builder.site.context import PageJob, RenderContext
 
 
 @dataclass

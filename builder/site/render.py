@@ -6,40 +6,34 @@ build. ``render_site`` returns ``{relative path: bytes}``; :mod:`builder.engine.
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
-import hashlib
-import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from builder.site import deps
+from builder.analysis.reconcile import Reconciliation
+from builder.content.markdown import Markdown
+from builder.data.load import Site, today
+from builder.data.model_slugs import comparison_slugs
+from builder.site import content_summary, deps
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.site.charts import page_data
-from builder.content.markdown import Markdown
+from builder.site.context import Assets, ContentSummary, Output, PageJob, RenderContext
 from builder.site.downloads import api_page_jobs
-from builder.errors import TemplateError
 from builder.site.faq import faq_jsonld, faq_page_jobs
 from builder.site.findings_pages import findings_page_jobs, recipe_findings
+from builder.site.formats import fmt_number, fmt_ratio
 from builder.site.indexes import index_page_jobs
 from builder.site.jsonscript import script_json
-from builder.data.load import Site, today
-from builder.data.model_slugs import comparison_slugs
-from builder.site.page_memo import PageMemo
-from builder.analysis.reconcile import Reconciliation
 from builder.site.search import search_page_jobs
 from builder.site.tables import chart_rows, row_table_rows
 from builder.site.views import (
     METRIC_LABELS,
-    RowsByRecipe,
     api_example,
     case_studies_by_recipe,
     headline,
@@ -48,44 +42,6 @@ from builder.site.views import (
     row_anchors,
     rows_by_recipe,
 )
-
-if TYPE_CHECKING:
-    from builder.site.content_summary import ContentSummary
-
-Output = dict[str, bytes]
-
-
-def fmt_number(value: float | int | None) -> str:
-    """Show a number exactly as recorded (shortest round-trip form), with thousands separators."""
-    # Most figures are below 1,000: no separator to add, so their shortest round-trip text is the
-    # answer (a recipe page formats ~700 numbers, most of them seen once).
-    if type(value) is float:
-        if 0.0 <= value < 1000.0:
-            return str(int(value)) if value.is_integer() else repr(value)
-    elif type(value) is int and 0 <= value < 1000:
-        return str(value)
-    return _fmt_number(value)
-
-
-@functools.lru_cache(maxsize=1 << 16, typed=True)  # tables repeat the same figures many times
-def _fmt_number(value: float | int | None) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        text = repr(value)
-        if "e" in text:
-            return text
-        whole, _, frac = text.partition(".")
-        return f"{int(whole):,}.{frac}"
-    return f"{value:,}"
-
-
-def fmt_ratio(value: float) -> str:
-    return f"{value:.2f}×"
 
 
 def make_environment(templates: Path) -> jinja2.Environment:
@@ -111,119 +67,18 @@ def make_environment(templates: Path) -> jinja2.Environment:
     return env
 
 
-@dataclass
-class Assets:
-    """Static files with content-hashed names, so they can be cached forever."""
-
-    urls: dict[str, str] = field(default_factory=dict)
-    files: Output = field(default_factory=dict)
-
-    @classmethod
-    def collect(cls, static_dir: Path) -> Assets:
-        assets = cls()
-        if not static_dir.is_dir():
-            return assets
-        for path in sorted(static_dir.rglob("*")):
-            if not path.is_file():
-                continue
-            data = path.read_bytes()
-            rel = path.relative_to(static_dir).as_posix()
-            stem, dot, suffix = rel.rpartition(".")
-            digest = hashlib.sha256(data).hexdigest()[:10]
-            hashed = f"static/{stem}.{digest}.{suffix}" if dot else f"static/{rel}.{digest}"
-            assets.urls[rel] = hashed
-            assets.files[hashed] = data
-        return assets
-
-    def add(self, rel: str, data: bytes) -> None:
-        """Add a generated file under ``static/`` with a content-hashed name."""
-        stem, dot, suffix = rel.rpartition(".")
-        digest = hashlib.sha256(data).hexdigest()[:10]
-        hashed = f"static/{stem}.{digest}.{suffix}" if dot else f"static/{rel}.{digest}"
-        self.urls[rel] = hashed
-        self.files[hashed] = data
-
-
-@dataclass
-class RenderContext:
-    """What every page renderer needs; built once per build."""
-
-    site: Site
-    recon: Reconciliation
-    env: jinja2.Environment
-    markdown: Markdown
-    assets: Assets
-    rows: Mapping[str, list[dict[str, Any]]]
-    cases_by_recipe: dict[str, list[Any]]
-    build_date: dt.date
-    comparisons: dict[str, str] = field(default_factory=dict)
-    """Base model → slug of its comparison page (models with more than one recipe)."""
-    node_hw: dict[str, str] = field(default_factory=dict)
-    """Node → hardware id, for the settings of charts and comparisons."""
-    memo: PageMemo | None = None
-    """Pages' template-independent values, kept across the preview's template-only rebuilds."""
-    summary_source: Callable[[], ContentSummary | None] | None = None
-    """Where :meth:`content_summary` comes from when worked out elsewhere (the search child); None
-    from it, or none given: computed here."""
-    _summary: ContentSummary | None = field(default=None, init=False, repr=False)
-
-    def content_summary(self) -> ContentSummary:
-        """What pages need of every body (:mod:`builder.site.content_summary`), worked out once."""
-        if self._summary is None:
-            summary = self.summary_source() if self.summary_source is not None else None
-            if summary is None:
-                from builder.site.content_summary import summarize
-
-                summary = summarize(self.site, self.markdown)
-            self._summary = summary
-        return self._summary
-
-    def page(self, template: str, out_path: str, **values: Any) -> bytes:
-        settings = self.site.config.settings
-        # Relative links keep the site portable (any host, any sub-path, the file system); the 404
-        # page is served at arbitrary depths, so it links from the site's absolute path instead.
-        base = urlsplit(settings.base_url).path if out_path == "404.html" else "../" * out_path.count("/")
-        canonical_path = out_path[: -len("index.html")] if out_path.endswith("index.html") else out_path
-        try:
-            html = self.env.get_template(template).render(
-                base=base,
-                site=settings,
-                canonical=settings.base_url + canonical_path,
-                asset=lambda name: base + self.assets.urls[name],
-                page_path=out_path,
-                **values,
-            )
-        except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(exc.message or "syntax error", self._rel(exc.filename), exc.lineno) from None
-        except jinja2.TemplateError as exc:
-            raise TemplateError(f"while rendering {out_path}: {exc}", self._rel(template), None) from None
-        return html.encode("utf-8")
-
-    def _rel(self, filename: str | None) -> str:
-        if not filename:
-            return "templates"
-        path = Path(filename)
-        try:
-            return path.relative_to(self.site.config.root).as_posix()
-        except ValueError:
-            return f"templates/{path.name}"
-
-
 def make_context(
     site: Site,
     recon: Reconciliation,
     markdown: Markdown | None = None,
     rows: Mapping[str, list[dict[str, Any]]] | None = None,
-    memo: PageMemo | None = None,
-    summary_source: Callable[[], ContentSummary | None] | None = None,
 ) -> RenderContext:
     """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
-    template edit), with the recipes it already converted. ``memo``: pages' values to keep (and
-    reuse when they were made for this very site data, see :mod:`builder.site.page_memo`)."""
+    template edit), with the recipes it already converted."""
     config = site.config
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
-    ctx = RenderContext(
+    return RenderContext(
         site=site,
         recon=recon,
         env=make_environment(config.templates),
@@ -234,61 +89,35 @@ def make_context(
         build_date=today(config),
         comparisons=comparison_slugs(site),
         node_hw=site.node_hardware(),
-        memo=memo,
-        summary_source=summary_source,
     )
-    if memo is not None:
-        memo.bind(ctx)
-        memo.install(ctx.env)
-    return ctx
-
-
-def _recipe_values(ctx: RenderContext, slug: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a recipe page computes from the site's data: nothing here depends on a template."""
-    recipe = ctx.site.recipes[slug]
-    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
-    findings, marked_rows = recipe_findings(ctx, slug)
-    return {
-        "statuses": statuses,
-        "findings": findings,
-        "marked_rows": marked_rows,
-        "anchors": row_anchors(ctx.site, rows),
-        "headline": headline(recipe, rows, ctx.recon),
-        "params": key_parameters(recipe),
-        "command": recipe_command(recipe),
-        "api": api_example(recipe),
-        "charts": recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
-    }
 
 
 def render_recipe(ctx: RenderContext, slug: str) -> bytes:
     recipe = ctx.site.recipes[slug]
-    path = f"recipes/{slug}/index.html"
-    memo = ctx.memo if ctx.memo is not None and ctx.memo.serves(ctx) else None
-    entry = memo.get(path) if memo is not None else None
-    rows: Sequence[dict[str, Any]]
-    if entry is not None and isinstance(ctx.rows, RowsByRecipe):
-        rows = ctx.rows.lazy(slug)  # everything computed from them is remembered
-        computed = entry.values
-    else:
-        rows = ctx.rows.get(slug, [])
-        computed = _recipe_values(ctx, slug, rows)
-        entry = memo.add(path, computed) if memo is not None else None
-    values = {
-        "recipe": recipe,
-        "meta": recipe.meta,
-        "body": ctx.markdown.render(recipe.doc, faq=True),
-        "rows": rows,
-        **computed,
-        "cases": ctx.cases_by_recipe.get(slug, []),
-        "hardware_name": ctx.site.hardware_name(recipe.meta.hardware),
-        "nodes": ctx.site.nodes,
-        "comparison_url": _comparison_url(ctx, recipe.meta.model),
-    }
-    if memo is None or entry is None:
-        return ctx.page("recipe.html", path, **values)
-    with memo.page(path, entry, values):
-        return ctx.page("recipe.html", path, **values)
+    rows = ctx.rows.get(slug, [])
+    statuses = {r["row_id"]: ctx.recon.status(r["row_id"]) for r in rows}
+    findings, marked_rows = recipe_findings(ctx, slug)
+    return ctx.page(
+        "recipe.html",
+        f"recipes/{slug}/index.html",
+        recipe=recipe,
+        meta=recipe.meta,
+        body=ctx.markdown.render(recipe.doc, faq=True),
+        rows=rows,
+        statuses=statuses,
+        findings=findings,
+        marked_rows=marked_rows,
+        anchors=row_anchors(ctx.site, rows),
+        headline=headline(recipe, rows, ctx.recon),
+        params=key_parameters(recipe),
+        command=recipe_command(recipe),
+        api=api_example(recipe),
+        charts=recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
+        cases=ctx.cases_by_recipe.get(slug, []),
+        hardware_name=ctx.site.hardware_name(recipe.meta.hardware),
+        nodes=ctx.site.nodes,
+        comparison_url=_comparison_url(ctx, recipe.meta.model),
+    )
 
 
 def render_case_study(ctx: RenderContext, slug: str) -> bytes:
@@ -403,16 +232,14 @@ def render_404(ctx: RenderContext) -> bytes:
     return ctx.page("404.html", "404.html")
 
 
-PageJob = tuple[str, Callable[[], bytes]]
-
-
 def _case_deps(case: Any) -> tuple[str, ...]:
     arms = tuple(deps.recipe(arm.recipe) for arm in case.meta.arms if arm.recipe)
     return (deps.file(case.doc.rel), deps.RECIPES, *arms)
 
 
-def page_jobs(ctx: RenderContext) -> list[PageJob]:
-    """Every page as (output path, render function), in a stable order.
+def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list[PageJob]:
+    """Every page as (output path, render function), in a stable order. ``summary``: the content
+    summary when worked out elsewhere (the engine's search child), else it is worked out here.
 
     ``deps.depends(render, ...)`` declares what a page reads, so an incremental build can skip it
     when none of that changed (see :mod:`builder.site.deps`); an undeclared job renders every time.
@@ -452,7 +279,10 @@ def page_jobs(ctx: RenderContext) -> list[PageJob]:
         )
         for m, slug in sorted(ctx.comparisons.items())
     ]
-    jobs += faq_page_jobs(ctx) + index_page_jobs(ctx) + search_page_jobs(ctx) + api_page_jobs(ctx)
+    if summary is None:
+        summary = content_summary.summarize(ctx.site, ctx.markdown)
+    jobs += faq_page_jobs(ctx, summary) + index_page_jobs(ctx) + search_page_jobs(ctx, summary)
+    jobs += api_page_jobs(ctx)
     jobs += findings_page_jobs(ctx)
     return jobs
 

@@ -23,20 +23,16 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
 
-from builder.site import deps
 from builder.content.markdown import Markdown
-from builder.site.deps import Reuse, no_reuse
+from builder.data.load import Site
 from builder.errors import SearchIndexError
+from builder.site import deps
+from builder.site.context import ContentSummary, PageJob, RenderContext
+from builder.site.deps import Reuse, no_reuse
 from builder.site.faq import FaqEntry, faq_entries
 from builder.site.jsonscript import dumps_compact_for_script
-from builder.data.load import Site
 from builder.site.pagefind_service import IndexOptions, index_sets
-
-if TYPE_CHECKING:
-    from builder.site.content_summary import ContentSummary
-    from builder.site.render import PageJob, RenderContext
 
 BUNDLE_DIR = "pagefind"
 SEARCH_PAGE = "search/index.html"
@@ -347,8 +343,7 @@ def render_search_page(ctx: RenderContext, summary: ContentSummary) -> bytes:
     )
 
 
-def search_page_jobs(ctx: RenderContext) -> list[PageJob]:
+def search_page_jobs(ctx: RenderContext, summary: ContentSummary) -> list[PageJob]:
     # The page shows the fallback's name and the shards, nothing else of the content.
-    summary = ctx.content_summary()
     depends_on = deps.value("search", summary.search_fallback, *summary.search_shards)
     return [(SEARCH_PAGE, deps.depends(lambda: render_search_page(ctx, summary), depends_on))]

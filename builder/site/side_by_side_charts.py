@@ -12,12 +12,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from builder.analysis.reconcile import Reconciliation
+from builder.content.models import METRICS, Arm
+from builder.data.load import Site
 from builder.site.charts import ARMS, BUILDS, Chart, Column, axis_title, make_chart
 from builder.site.comparisons import Build, Comparison, Line, make_builds, side_by_side
 from builder.site.figures import QUANTITY_LABELS, SERVE_PROPERTIES, SMALLER_IS_BETTER, Row
-from builder.data.load import Site
-from builder.content.models import METRICS, Arm
-from builder.analysis.reconcile import Reconciliation
 
 HardwareName = Callable[[str], str]
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from builder.site.formats import fmt_number
+
 
 def _esc(text: str) -> str:
     """``markupsafe.escape`` for a plain string, without building Markup objects (3x faster)."""
@@ -32,8 +34,6 @@ def _esc(text: str) -> str:
 
 def chart_rows(chart: Any) -> Markup:
     """``<tr>`` per value of a chart's data table: its columns, read from the chart's rows by position."""
-    from builder.site.render import fmt_number
-
     index = {key: i for i, key in enumerate(chart.fields)}
     columns = [(index.get(col.key), col.numeric) for col in chart.columns]
     out = []
@@ -104,8 +104,7 @@ def row_table_rows(
     Cells that repeat from row to row (status, engine, notes: a run's rows share them) are built
     once per distinct value.
     """
-    from builder.site.render import fmt_number as num
-
+    num = fmt_number
     marked = set(marked)
     out = []
     status_html: dict[int, str] = {}  # statuses are shared objects: render each once

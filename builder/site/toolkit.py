@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from builder.site import deps
+from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import Markdown
+from builder.data.load import Site
+from builder.site import deps
 from builder.site.deps import Reuse, no_reuse
 from builder.site.downloads import download_files
 from builder.site.feeds import NEWS_FEED, content_dates, news_feed, robots_txt, sitemap
-from builder.data.load import Site
-from builder.analysis.reconcile import Reconciliation
 
 
 def reader_files(

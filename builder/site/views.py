@@ -6,10 +6,10 @@ import datetime as dt
 import functools
 import statistics
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, overload
+from typing import Any
 
 import pyarrow as pa
 
@@ -19,6 +19,10 @@ from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.data.load import CaseStudy, Recipe, Site
 from builder.content.models import METRICS
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
+from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
+from builder.content.markdown import slugify
+from builder.content.models import METRICS
+from builder.data.load import CaseStudy, Recipe, Site
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {
     "decode_tok_s": ("Decode", "tok/s per stream"),
@@ -145,10 +149,6 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
             self._converted[slug] = rows
         return rows
 
-    def lazy(self, slug: str) -> LazyRows:
-        """The recipe's rows, converted only if something reads them (their number is known)."""
-        return LazyRows(self, slug, self._counts.get(slug, 0))
-
     def __contains__(self, slug: object) -> bool:
         return slug in self._counts
 
@@ -157,35 +157,6 @@ class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
 
     def __len__(self) -> int:
         return len(self._counts)
-
-
-class LazyRows(Sequence[dict[str, Any]]):
-    """A recipe's rows as :class:`RowsByRecipe` gives them, converted to dicts on first read.
-
-    A recipe page re-rendered from remembered values (:mod:`builder.site.page_memo`) needs its rows only
-    if its template reads them itself; ``length`` and truth tests do not convert.
-    """
-
-    def __init__(self, source: RowsByRecipe, slug: str, count: int) -> None:
-        self._source = source
-        self._slug = slug
-        self._count = count
-
-    def _rows(self) -> list[dict[str, Any]]:
-        return self._source[self._slug]
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, index: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        return self._rows()[index]
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return iter(self._rows())
 
 
 _EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
