@@ -15,6 +15,7 @@ from typing import Any
 
 from builder.analysis.findings import Finding
 from builder.config import load_config
+from builder.content.models import ROW_FIELDS
 from builder.engine.pipeline import Loaded, load_and_reconcile
 
 RECIPE_FLAGS = "--max-model-len 4096 --kv-cache-dtype fp8"
@@ -30,28 +31,7 @@ node-c:
   hardware: other-gpu
   description: synthetic node of other hardware
 """
-COLUMNS = (
-    "date",
-    "recipe",
-    "node",
-    "engine",
-    "engine_version",
-    "prompt_tokens",
-    "concurrency",
-    "context_tokens",
-    "output_tokens",
-    "decode_tok_s",
-    "aggregate_tok_s",
-    "prefill_tok_s",
-    "ttft_ms",
-    "itl_ms",
-    "flags",
-    "env",
-    "engine_build",
-    "driver",
-    "harness",
-    "source",
-)
+COLUMNS = ROW_FIELDS
 
 
 def run(date: str, *values: float, metric: str = "decode_tok_s", **fields: Any) -> list[dict[str, Any]]:

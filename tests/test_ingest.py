@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_config
-from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS
+from builder.content.models import ROW_SCHEMA
 from builder.data.load import load_site
 from builder.engine.check import check_site
 from builder.errors import Problems
@@ -43,17 +43,18 @@ def _expected_from_files(root: Path) -> list[dict[str, object]]:
 def _normalise_file_row(row: dict[str, object]) -> dict[str, object]:
     norm: dict[str, object] = {}
     for key, value in row.items():
-        if value in ("", None):
+        column = ROW_SCHEMA[key]
+        if value in ("", None, *column.words):
             continue
-        if key == "prompt_tokens" and value == "unknown":
-            continue
-        if key in INT_ROW_FIELDS or key == "prompt_tokens":
+        if column.kind == "integer":
             norm[key] = int(value)  # type: ignore[arg-type]
-        elif key in FLOAT_ROW_FIELDS:
+        elif column.kind == "number":
             norm[key] = float(value)  # type: ignore[arg-type]
         else:
             norm[key] = str(value)
-    norm.setdefault("context_tokens", 0)
+    for column in ROW_SCHEMA.values():
+        if column.empty is not None:
+            norm.setdefault(column.name, column.empty)
     return norm
 
 

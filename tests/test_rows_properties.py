@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from builder.config import load_config
-from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, Row
+from builder.content.models import METRICS, ROW_SCHEMA, Row
 from builder.data.load import load_site
 from builder.errors import Problems
 from tests.conftest import SITES
@@ -107,12 +107,13 @@ VALID_LIKE = {
 
 
 def cell(name: str) -> st.SearchStrategy[str]:
+    column = ROW_SCHEMA[name]
     valid = VALID_LIKE.get(name, [])
-    if name in FLOAT_ROW_FIELDS:
+    if column.kind == "number":
         valid = ["", "42.5", "0", "1e2", "0.1", "123456789.123456789"]
-    elif name in INT_ROW_FIELDS:
+    elif column.kind == "integer" and not column.words:
         valid = ["", "0", "7", "4096"]
-    elif name in ("flags", "notes"):
+    elif column.kind == "text" and not column.required:
         valid = ["", "--max-model-len 4096", "a note, with a comma"]
     return st.one_of(
         st.sampled_from(valid or [""]),
@@ -142,15 +143,16 @@ def load(root: Path) -> tuple[list[dict[str, Any]], Problems]:
 
 def expected_value(name: str, text: str) -> Any:
     """What DuckDB must hold for a cell that loaded."""
+    column = ROW_SCHEMA[name]
     if text == "":
-        return 0 if name == "context_tokens" else None
-    if name == "date":
+        return column.empty
+    if text in column.words:
+        return None
+    if column.kind == "date":
         return dt.date.fromisoformat(text)
-    if name == "prompt_tokens":
-        return None if text == "unknown" else int(text)
-    if name in INT_ROW_FIELDS:
+    if column.kind == "integer":
         return int(text)
-    if name in FLOAT_ROW_FIELDS:
+    if column.kind == "number":
         return float(text)
     return text
 

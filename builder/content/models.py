@@ -4,17 +4,24 @@ These models are the documentation of the formats: every field has a docstring, 
 errors (a typo never drops data silently) and numbers are strict (``"12"`` is not 12). ``python -m
 builder schema`` exports them as JSON Schema for editors.
 
-Rows are validated in bulk by SQL in :mod:`builder.data.rows` for speed; :class:`Row` describes the same
-format and a property test keeps the two in agreement.
+:class:`Row` is the one declaration of the row format: its fields, their types, docstrings and markers
+(:class:`Measured`, :class:`ServeProperty`, :class:`EmptyMeans`) give :data:`ROW_SCHEMA`, from which the
+parsers, the SQL checks and the Arrow types of :mod:`builder.data.ingest`, the downloads' columns, the
+pages' labels, the JSON Schema and the CONTRIBUTING.md table are derived. Rows are validated in bulk by
+SQL for speed; a property test keeps that in agreement with :class:`Row`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Literal
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
@@ -23,6 +30,7 @@ Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
 class _Model(BaseModel):
@@ -169,6 +177,33 @@ class Node(_Model):
     """GPU driver version installed, when known."""
 
 
+@dataclass(frozen=True)
+class Quantity:
+    """Marks a row field that pages show as a figure, and says how."""
+
+    label: str
+    """Name on pages and charts, e.g. ``Decode``."""
+    unit: str
+    """Unit shown with the figure, e.g. ``tok/s``."""
+    lower_is_better: bool = False
+    """Whether the smaller figure is the better one (latency, memory taken)."""
+
+
+class Measured(Quantity):
+    """A metric: measured at a benchmark setting. A row needs at least one."""
+
+
+class ServeProperty(Quantity):
+    """A figure of the serve itself rather than of one benchmark setting (one per recipe)."""
+
+
+@dataclass(frozen=True)
+class EmptyMeans:
+    """Marks an optional row field whose empty cell loads as ``value`` rather than null."""
+
+    value: int
+
+
 class Row(_Model):
     """One measurement: a line of ``data/rows/**/*.csv`` or an object of ``*.jsonl``.
 
@@ -188,15 +223,15 @@ class Row(_Model):
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
     concurrency: PositiveInt
     """Concurrent requests (>= 1)."""
-    decode_tok_s: Metric | None = None
+    decode_tok_s: Annotated[Metric | None, Measured("Decode", "tok/s per stream")] = None
     """Decode throughput of one stream, tokens/s."""
-    aggregate_tok_s: Metric | None = None
+    aggregate_tok_s: Annotated[Metric | None, Measured("Aggregate", "tok/s")] = None
     """Output throughput of all streams together, tokens/s."""
-    prefill_tok_s: Metric | None = None
+    prefill_tok_s: Annotated[Metric | None, Measured("Prefill", "tok/s")] = None
     """Prompt processing throughput, tokens/s."""
-    ttft_ms: Metric | None = None
+    ttft_ms: Annotated[Metric | None, Measured("TTFT", "ms", lower_is_better=True)] = None
     """Time to first token, ms (lower is better)."""
-    itl_ms: Metric | None = None
+    itl_ms: Annotated[Metric | None, Measured("ITL", "ms", lower_is_better=True)] = None
     """Inter-token latency, ms (lower is better)."""
     engine: str | None = None
     """Serving engine; defaults to the recipe's."""
@@ -206,13 +241,15 @@ class Row(_Model):
     """Environment of the run as ``K=V K2=V2``; empty = not recorded."""
     output_tokens: PositiveInt | None = None
     """Tokens generated per request."""
-    context_tokens: Annotated[int, Field(ge=0)] | None = None
+    context_tokens: Annotated[NonNegativeInt | None, EmptyMeans(0)] = None
     """Prefix depth already in context before the prompt (default 0)."""
-    kv_pool_tokens: PositiveInt | None = None
+    kv_pool_tokens: Annotated[PositiveInt | None, ServeProperty("KV cache pool", "tokens")] = None
     """Tokens the KV cache pool holds."""
-    kv_tokens_per_gib: Metric | None = None
+    kv_tokens_per_gib: Annotated[Metric | None, ServeProperty("KV cache tokens per GiB", "tokens/GiB")] = None
     """KV cache tokens per GiB of pool."""
-    weights_gib: Metric | None = None
+    weights_gib: Annotated[Metric | None, ServeProperty("Weights resident", "GiB", lower_is_better=True)] = (
+        None
+    )
     """Resident weight memory, GiB."""
     engine_build: str | None = None
     """Image digest or wheel commit: what a version string cannot tell apart."""
@@ -228,34 +265,92 @@ class Row(_Model):
     """Anything a reader needs to interpret the figure."""
 
 
-METRICS: tuple[str, ...] = ("decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms")
+ColumnKind = Literal["date", "text", "integer", "number"]
+_KINDS: dict[Any, ColumnKind] = {dt.date: "date", str: "text", int: "integer", float: "number"}
+
+
+@dataclass(frozen=True)
+class RowColumn:
+    """One column of the row format, as :class:`Row` declares it."""
+
+    name: str
+    kind: ColumnKind
+    """What a cell holds: a ``date``, ``text``, an ``integer`` or a ``number``."""
+    required: bool
+    minimum: int | None = None
+    """Smallest value of an ``integer`` or ``number`` column."""
+    words: tuple[str, ...] = ()
+    """Words an ``integer`` or ``number`` column also takes, loaded as null (``unknown``)."""
+    empty: int | None = None
+    """What an empty cell loads as, when not null."""
+    quantity: Quantity | None = None
+    """How pages show the column, when they show it as a figure."""
+
+
+def _accepted(annotation: Any, metadata: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """Each type a field accepts with its constraints: ``Annotated`` unwrapped, unions split."""
+    if get_origin(annotation) is Annotated:
+        inner, *extra = get_args(annotation)
+        for item in extra:
+            metadata += tuple(item.metadata) if isinstance(item, FieldInfo) else (item,)
+        yield from _accepted(inner, metadata)
+    elif get_origin(annotation) in (Union, types.UnionType):
+        for member in get_args(annotation):
+            yield from _accepted(member, metadata)
+    elif annotation is not type(None):
+        yield annotation, metadata
+
+
+def _row_column(name: str, info: FieldInfo) -> RowColumn:
+    accepted = list(_accepted(info.annotation, tuple(info.metadata)))
+    words = tuple(word for kind, _ in accepted if get_origin(kind) is Literal for word in get_args(kind))
+    plain = {kind for kind, _ in accepted if get_origin(kind) is not Literal}
+    if len(plain) != 1 or not plain <= _KINDS.keys():
+        raise TypeError(f"row field '{name}' must be one of date, str, int or float (or None)")
+    kind = _KINDS[plain.pop()]
+    constraints = [item for _, metadata in accepted for item in metadata]
+    minimum = next((item.ge for item in constraints if getattr(item, "ge", None) is not None), None)
+    if minimum is None:
+        minimum = next((item.gt + 1 for item in constraints if getattr(item, "gt", None) is not None), None)
+    return RowColumn(
+        name,
+        kind,
+        info.is_required(),
+        minimum,
+        words,
+        next((item.value for item in constraints if isinstance(item, EmptyMeans)), None),
+        next((item for item in constraints if isinstance(item, Quantity)), None),
+    )
+
+
+def row_columns(model: type[BaseModel]) -> dict[str, RowColumn]:
+    """Each field of ``model`` as a column, in order."""
+    return {name: _row_column(name, info) for name, info in model.model_fields.items()}
+
+
+ROW_SCHEMA: dict[str, RowColumn] = row_columns(Row)
+"""Every row column in file order, as :class:`Row` declares it: everything below derives from it."""
+ROW_FIELDS: tuple[str, ...] = tuple(ROW_SCHEMA)
+REQUIRED_ROW_FIELDS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if c.required)
+METRICS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if isinstance(c.quantity, Measured))
 """Row fields that are measurements; a row needs at least one."""
-LOWER_IS_BETTER: frozenset[str] = frozenset({"ttft_ms", "itl_ms"})
-REQUIRED_ROW_FIELDS: tuple[str, ...] = (
-    "date",
-    "recipe",
-    "node",
-    "engine_version",
-    "prompt_tokens",
-    "concurrency",
+QUANTITIES: dict[str, Quantity] = {c.name: c.quantity for c in ROW_SCHEMA.values() if c.quantity is not None}
+"""Every row field pages show as a figure: the metrics and the serve properties."""
+LOWER_IS_BETTER: frozenset[str] = frozenset(name for name, q in QUANTITIES.items() if q.lower_is_better)
+INT_ROW_FIELDS: tuple[str, ...] = tuple(
+    c.name for c in ROW_SCHEMA.values() if c.kind == "integer" and not c.words
 )
-ROW_FIELDS: tuple[str, ...] = tuple(Row.model_fields)
-INT_ROW_FIELDS: tuple[str, ...] = ("concurrency", "output_tokens", "context_tokens", "kv_pool_tokens")
-FLOAT_ROW_FIELDS: tuple[str, ...] = (*METRICS, "kv_tokens_per_gib", "weights_gib")
-TEXT_ROW_FIELDS: tuple[str, ...] = (
-    "engine",
-    "flags",
-    "env",
-    "engine_build",
-    "driver",
-    "harness",
-    "contributor",
-    "source",
-    "notes",
+"""Integer columns that take digits only (``prompt_tokens`` also takes ``unknown``)."""
+FLOAT_ROW_FIELDS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if c.kind == "number")
+TEXT_ROW_FIELDS: tuple[str, ...] = tuple(
+    c.name for c in ROW_SCHEMA.values() if c.kind == "text" and not c.required
 )
+"""Optional text columns: empty means not recorded."""
 
-
-MetricName = Literal["decode_tok_s", "aggregate_tok_s", "prefill_tok_s", "ttft_ms", "itl_ms"]
+if TYPE_CHECKING:
+    MetricName = str
+else:
+    MetricName = Literal[METRICS]  # the declared metrics, as the JSON Schema's enum
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
 
 

@@ -3,7 +3,8 @@
 ``python -m builder schema`` writes them to ``schema/`` (committed, so editors can validate front
 matter, rows and data files as you type); ``--check`` and a test fail when a model changed and the
 committed copies were not regenerated. Descriptions are the models' field docstrings
-(:mod:`builder.content.docstrings`).
+(:mod:`builder.content.docstrings`). The table of row columns in CONTRIBUTING.md is made from the row
+model too (:func:`row_columns_markdown`); a test keeps the committed one current.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from builder.config import SiteSettings
 from builder.content import models
-from builder.content.docstrings import described
+from builder.content.docstrings import described, field_docs
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -134,3 +135,17 @@ def write(folder: Path, generated: dict[str, str]) -> list[str]:
         else:
             path.unlink()
     return changed
+
+
+def row_columns_markdown() -> str:
+    """The table of row columns under "Row format" in CONTRIBUTING.md: every column of
+    :data:`~builder.content.models.ROW_SCHEMA` with its kind, whether it is required (or a metric, of
+    which a row needs one) and its docstring."""
+    docs = field_docs(models.Row)
+    lines = ["| key | type | required | meaning |", "| --- | --- | --- | --- |"]
+    for column in models.ROW_SCHEMA.values():
+        need = "yes" if column.required else "metric" if isinstance(column.quantity, models.Measured) else ""
+        meaning = " ".join(docs[column.name].split()).replace("``", "`").replace("|", "\\|")
+        cells = (f"`{column.name}`", column.kind, need, meaning)
+        lines.append("|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|")
+    return "\n".join(lines) + "\n"

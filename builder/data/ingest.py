@@ -16,7 +16,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builder.content.models import FLOAT_ROW_FIELDS, INT_ROW_FIELDS, METRICS, REQUIRED_ROW_FIELDS
+from builder.content.models import (
+    FLOAT_ROW_FIELDS,
+    INT_ROW_FIELDS,
+    METRICS,
+    REQUIRED_ROW_FIELDS,
+    ROW_SCHEMA,
+    TEXT_ROW_FIELDS,
+    ColumnKind,
+)
 from builder.data.rowfile import take_rows
 from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
 from builder.errors import Problems
@@ -28,7 +36,28 @@ _INT_RE = r"^[0-9]+$"
 _FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
-_INT_MIN = {"concurrency": 1, "output_tokens": 1, "context_tokens": 0, "kv_pool_tokens": 1}
+ARROW_TYPES: dict[ColumnKind, pa.DataType] = {
+    "date": pa.date32(),
+    "text": pa.string(),
+    "integer": pa.int64(),
+    "number": pa.float64(),
+}
+"""The Arrow type of each kind of row column (DuckDB reads them as DATE, VARCHAR, BIGINT, DOUBLE)."""
+ROWS_SCHEMA = pa.schema(
+    [
+        ("row_id", pa.int32()),
+        ("file_id", pa.int32()),
+        ("file_row", pa.int32()),
+        *((column.name, ARROW_TYPES[column.kind]) for column in ROW_SCHEMA.values()),
+    ]
+)
+"""The typed ``rows`` table: position in the build, file and row in the file, then every row field."""
+
+
+def _minimum(column: str) -> int:
+    """The declared smallest value of an integer column (cells are digits only, so at least 0)."""
+    minimum = ROW_SCHEMA[column].minimum
+    return 0 if minimum is None else minimum
 
 
 def _q(text: str) -> str:
@@ -79,7 +108,7 @@ def _value_checks() -> list[tuple[str, str]]:
         END""",
         ),
     ]
-    checks.extend((col, _int_check(col, _INT_MIN[col])) for col in INT_ROW_FIELDS)
+    checks.extend((col, _int_check(col, _minimum(col))) for col in INT_ROW_FIELDS)
     checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
     checks.append(
         (
@@ -131,7 +160,7 @@ def _ok() -> str:
     for col in INT_ROW_FIELDS:
         parts.append(
             f"({_blank(col)} OR (regexp_full_match({col}, '{_INT_RE}') "
-            f"AND coalesce(TRY_CAST({col} AS BIGINT) >= {_INT_MIN[col]}, false)))"
+            f"AND coalesce(TRY_CAST({col} AS BIGINT) >= {_minimum(col)}, false)))"
         )
     for col in FLOAT_ROW_FIELDS:
         parts.append(
@@ -157,11 +186,9 @@ ORDER BY _file, _row
 """
 
 
-_TEXT = ("engine", "flags", "env", "engine_build", "driver", "harness", "contributor", "source", "notes")
-
 # Columns whose distinct values are few (dates, references, settings): each distinct value is
 # checked once by the SQL above. Metrics are as many as rows: they get a vectorised test instead.
-_BY_VALUE = ("date", "recipe", "node", "engine_version", "prompt_tokens", *INT_ROW_FIELDS)
+_BY_VALUE = tuple(name for name in ROW_SCHEMA if name not in FLOAT_ROW_FIELDS and name not in TEXT_ROW_FIELDS)
 
 
 def _as_null(column: pa.ChunkedArray, *texts: str) -> pa.ChunkedArray:
@@ -194,24 +221,18 @@ def _typed_table(raw: pa.Table) -> pa.Table:
     out: dict[str, pa.ChunkedArray | pa.Array] = {
         "file_id": raw.column("_file"),
         "file_row": raw.column("_row"),
-        "date": pc.cast(raw.column("date"), pa.date32()),
-        "recipe": raw.column("recipe"),
-        "node": raw.column("node"),
-        "engine_version": raw.column("engine_version"),
-        "prompt_tokens": pc.cast(_as_null(raw.column("prompt_tokens"), "unknown"), pa.int64()),
-        "concurrency": pc.cast(raw.column("concurrency"), pa.int64()),
     }
-    for col in METRICS:
-        out[col] = pc.cast(_as_null(raw.column(col), ""), pa.float64())
-    for col in _TEXT[:3]:
-        out[col] = _as_null(raw.column(col), "")
-    out["output_tokens"] = pc.cast(_as_null(raw.column("output_tokens"), ""), pa.int64())
-    out["context_tokens"] = pc.fill_null(pc.cast(_as_null(raw.column("context_tokens"), ""), pa.int64()), 0)
-    out["kv_pool_tokens"] = pc.cast(_as_null(raw.column("kv_pool_tokens"), ""), pa.int64())
-    out["kv_tokens_per_gib"] = pc.cast(_as_null(raw.column("kv_tokens_per_gib"), ""), pa.float64())
-    out["weights_gib"] = pc.cast(_as_null(raw.column("weights_gib"), ""), pa.float64())
-    for col in _TEXT[3:]:
-        out[col] = _as_null(raw.column(col), "")
+    for column in ROW_SCHEMA.values():
+        cells = raw.column(column.name)
+        # Required cells are never empty here; an optional one empty is "not measured" or "not recorded".
+        nulls = column.words if column.required else ("", *column.words)
+        if nulls:
+            cells = _as_null(cells, *nulls)
+        if column.kind != "text":
+            cells = pc.cast(cells, ARROW_TYPES[column.kind])
+        if column.empty is not None:
+            cells = pc.fill_null(cells, column.empty)
+        out[column.name] = cells
     table = pa.table(out)
     return table.add_column(0, "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32)))
 

@@ -24,10 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.content.models import (
-    FLOAT_ROW_FIELDS,
-    INT_ROW_FIELDS,
     REQUIRED_ROW_FIELDS,
     ROW_FIELDS,
+    ROW_SCHEMA,
 )
 from builder.data.csvbatch import CsvBatches
 from builder.data.rowfile import (
@@ -145,13 +144,14 @@ def _json_cell(name: str, value: Any) -> tuple[str | None, str | None]:
     """Convert one JSON value to the CSV text form; (text, error)."""
     if value is None:
         return "", None
-    if name in INT_ROW_FIELDS or name == "prompt_tokens":
-        if name == "prompt_tokens" and value == "unknown":
-            return "unknown", None
+    kind = ROW_SCHEMA[name].kind
+    if kind == "integer":
+        if value in ROW_SCHEMA[name].words:
+            return value, None
         if isinstance(value, bool) or not isinstance(value, int):
             return None, f"'{name}' must be an integer, not {json.dumps(value)}"
         return str(value), None
-    if name in FLOAT_ROW_FIELDS:
+    if kind == "number":
         if isinstance(value, bool) or not isinstance(value, int | float):
             return None, f"'{name}' must be a number, not {json.dumps(value)}"
         if isinstance(value, float) and not math.isfinite(value):
@@ -221,14 +221,15 @@ def _parquet_type_error(name: str, kind: pa.DataType) -> str | None:
     """Why a Parquet column's type cannot hold the field, or None when it can (exactly)."""
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
         return None
-    if name in INT_ROW_FIELDS or name == "prompt_tokens":
+    declared = ROW_SCHEMA[name].kind
+    if declared == "integer":
         return None if pa.types.is_integer(kind) else f"'{name}' must be an integer column, not {kind}"
-    if name in FLOAT_ROW_FIELDS:
+    if declared == "number":
         if pa.types.is_integer(kind) or pa.types.is_floating(kind):
             return None
         return f"'{name}' must be a number column, not {kind}"
-    if name == "date":
-        return None if pa.types.is_date32(kind) else f"'date' must be a date or string column, not {kind}"
+    if declared == "date":
+        return None if pa.types.is_date32(kind) else f"'{name}' must be a date or string column, not {kind}"
     return f"'{name}' must be a string column, not {kind}"
 
 

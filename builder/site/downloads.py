@@ -46,6 +46,10 @@ from builder.site.deps import Reuse, no_reuse
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
+from builder.content.flags import serve_command
+from builder.data.load import Site
+from builder.content.models import ROW_SCHEMA, Row
+from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.site.views import ROW_COLUMNS, case_studies_by_recipe
 
 API_VERSION = 1
@@ -410,21 +414,10 @@ def column_docs() -> list[tuple[str, str, str]]:
         if name in EXPORT_DOCS:
             kind, text = EXPORT_DOCS[name]
         else:
-            info = Row.model_fields[name]
-            kind = _kind(str(info.annotation))
+            kind = ROW_SCHEMA[name].kind
             text = docs.get(name, "").replace("``", "`")
         out.append((name, kind, text))
     return out
-
-
-def _kind(annotation: str) -> str:
-    if "date" in annotation:
-        return "date"
-    if "float" in annotation:
-        return "number"
-    if "int" in annotation:
-        return "integer"
-    return "text"
 
 
 def render_api_page(ctx: RenderContext) -> bytes:

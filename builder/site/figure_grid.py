@@ -23,6 +23,9 @@ import numpy as np
 import pyarrow as pa
 
 import pyarrow.compute as pc
+from builder.data.ingest import ROWS_SCHEMA
+from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
+from builder.content.models import METRICS
 from builder.analysis.reconcile import Reconciliation
 from builder.content.models import METRICS
 from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
@@ -33,21 +36,21 @@ QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)
 
 SCHEMA = pa.schema(
     [
-        ("row_id", pa.int32()),
-        ("date", pa.date32()),
-        ("recipe", pa.string()),
-        ("node", pa.string()),
-        ("engine_version", pa.string()),
-        ("prompt_tokens", pa.int64()),
-        ("context_tokens", pa.int64()),
-        ("concurrency", pa.int64()),
-        *((m, pa.float64()) for m in METRICS),
-        ("weights_gib", pa.float64()),
-        ("kv_tokens_per_gib", pa.float64()),
-        ("kv_pool_tokens", pa.int64()),
+        ROWS_SCHEMA.field(name)
+        for name in (
+            "row_id",
+            "date",
+            "recipe",
+            "node",
+            "engine_version",
+            "prompt_tokens",
+            "context_tokens",
+            "concurrency",
+            *QUANTITIES,
+        )
     ]
 )
-"""The columns a grid reads."""
+"""The columns a grid reads, typed as in the ``rows`` table."""
 
 
 def rows_table(rows: Mapping[str, list[Row]], slugs: Iterable[str]) -> pa.Table:

@@ -18,6 +18,7 @@ from typing import Any
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
 from builder.content.models import LOWER_IS_BETTER
 from builder.site.views import METRIC_LABELS
+from builder.content.models import LOWER_IS_BETTER, QUANTITIES
 
 Row = dict[str, Any]
 
@@ -29,17 +30,13 @@ STATUS_LABELS: dict[str, str] = {
 """Reader-facing names of row statuses (also the legend of the history chart)."""
 
 SERVE_PROPERTIES: tuple[str, ...] = ("weights_gib", "kv_tokens_per_gib", "kv_pool_tokens")
-"""Row fields that describe the serve rather than one benchmark setting."""
+"""Row fields that describe the serve rather than one benchmark setting (those the row model marks
+:class:`~builder.content.models.ServeProperty`), in the order pages show them."""
 
-QUANTITY_LABELS: dict[str, tuple[str, str]] = {
-    **METRIC_LABELS,
-    "weights_gib": ("Weights resident", "GiB"),
-    "kv_tokens_per_gib": ("KV cache tokens per GiB", "tokens/GiB"),
-    "kv_pool_tokens": ("KV cache pool", "tokens"),
-}
+QUANTITY_LABELS: dict[str, tuple[str, str]] = {name: (q.label, q.unit) for name, q in QUANTITIES.items()}
 """(label, unit) of every quantity a chart or comparison shows."""
 
-SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER | {"weights_gib"}
+SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER
 """Quantities where the smaller figure is the better one (latency; memory taken by weights)."""
 
 STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}

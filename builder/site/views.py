@@ -17,45 +17,17 @@ import pyarrow.compute as pc
 from builder.content.markdown import slugify
 from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.data.load import CaseStudy, Recipe, Site
-from builder.content.models import METRICS
+from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.content.markdown import slugify
 from builder.content.models import METRICS
 from builder.data.load import CaseStudy, Recipe, Site
 
-METRIC_LABELS: dict[str, tuple[str, str]] = {
-    "decode_tok_s": ("Decode", "tok/s per stream"),
-    "aggregate_tok_s": ("Aggregate", "tok/s"),
-    "prefill_tok_s": ("Prefill", "tok/s"),
-    "ttft_ms": ("TTFT", "ms"),
-    "itl_ms": ("ITL", "ms"),
-}
+METRIC_LABELS: dict[str, tuple[str, str]] = {m: (QUANTITIES[m].label, QUANTITIES[m].unit) for m in METRICS}
 
-ROW_COLUMNS = (
-    "row_id",
-    "date",
-    "recipe",
-    "node",
-    "engine_version",
-    "prompt_tokens",
-    "concurrency",
-    *METRICS,
-    "engine",
-    "flags",
-    "env",
-    "output_tokens",
-    "context_tokens",
-    "kv_pool_tokens",
-    "kv_tokens_per_gib",
-    "weights_gib",
-    "engine_build",
-    "driver",
-    "harness",
-    "contributor",
-    "source",
-    "notes",
-)
+ROW_COLUMNS = ("row_id", *ROW_FIELDS)
+"""The columns of a row on pages and in the downloads: its position in the build, then every field."""
 
 
 def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
