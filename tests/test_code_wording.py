@@ -1,6 +1,6 @@
 """Wording in the builder's code shows in the next build, whatever the caches hold.
 
-Chart specs carry labels written in the code (a unit in ``views.METRIC_LABELS``, a status in
+Chart specs carry labels written in the code (a unit in the row model's ``Measured`` marker, a status in
 ``figures.STATUS_LABELS``): a spec kept across processes under a key that misses them would keep the
 old text, ``--no-cache`` or not. Here a copy of the ``builder`` package builds a site in new
 processes, one ``HOME`` throughout, and its labels are edited between builds.
@@ -21,7 +21,7 @@ from builder.site.chart_runtime import runtime_bundle, user_cache_dir
 from tests.chartpage import chart_block
 from tests.conftest import REPO, SITES
 
-UNIT = '"decode_tok_s": ("Decode", "tok/s per stream"),'
+UNIT = 'Measured("Decode", "tok/s per stream")'
 STATUS = 'MATCHES: "matches recipe",'
 SECOND_RUN = """\
 date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,flags,env,source
@@ -81,18 +81,18 @@ def test_edited_labels_show_in_the_next_build_with_and_without_the_cache(tmp_pat
         assert done.returncode == 0, done.stderr
         return history_spec(out)
 
-    views, figures = code / "builder/site/views.py", code / "builder/site/figures.py"
+    models, figures = code / "builder/content/models.py", code / "builder/site/figures.py"
     spec = build()
     assert y_titles(spec) == {"Decode (tok/s per stream)"}
     assert "matches recipe" in shape_domain(spec)
 
-    edit(views, UNIT, '"decode_tok_s": ("Decode", "tokens/s a stream"),')
+    edit(models, UNIT, 'Measured("Decode", "tokens/s a stream")')
     edit(figures, STATUS, 'MATCHES: "as the recipe says",')
     spec = build()
     assert y_titles(spec) == {"Decode (tokens/s a stream)"}
     assert "as the recipe says" in shape_domain(spec) and "matches recipe" not in shape_domain(spec)
 
-    edit(views, '("Decode", "tokens/s a stream")', '("Decode", "tok/s, one stream")')
+    edit(models, '("Decode", "tokens/s a stream")', '("Decode", "tok/s, one stream")')
     edit(figures, 'MATCHES: "as the recipe says",', 'MATCHES: "on recipe",')
     spec = build("--no-cache")
     assert y_titles(spec) == {"Decode (tok/s, one stream)"}

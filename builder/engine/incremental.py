@@ -346,7 +346,11 @@ class IncrementalBuilder:
             self._quick_con = None
         if workers > 1 and len(pending) > 1:
             import_renderers(jobs[i][0] for i in pending)
+        from builder.site import charts
+
+        charts.SPEC_TEMPLATES.update(cache.chart_specs)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
+        cache.chart_specs = dict(charts.SPEC_TEMPLATES)
         failed = [r for r in results if r.error is not None]
         if failed:
             raise_first(failed)

@@ -80,6 +80,9 @@ class LoadCache:
     """Each recipe's findings of the last build, by its key (:mod:`builder.engine.findings_memo`)."""
     statuses: dict[bytes, bytes] = field(default_factory=dict)
     """The last build's row statuses, by :func:`builder.engine.findings_memo.statuses_key` (one entry)."""
+    chart_specs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Chart spec templates (:data:`builder.site.charts.SPEC_TEMPLATES`): a function of the builder's
+    code alone, as the whole cache is (the engine drops it when the code changes)."""
     scanned: dict[str, bytes] | None = None
     """Content hashes of the row files and content pages (by ``data/rows/…``, ``content/…`` path)
     from the build's own scan of its inputs, when it made one just before loading: the load then

@@ -65,6 +65,7 @@ def cache_signature(cache: LoadCache, code: bytes | None) -> tuple[Any, ...]:
         tuple(cache.rows.entries),
         frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
         frozenset(cache.statuses),
+        frozenset(cache.chart_specs),
         code,
     )
 

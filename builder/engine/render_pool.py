@@ -61,16 +61,20 @@ def _render_one(
 _FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
 
 
-def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str]]:
-    """Render some jobs; also return the markdown this worker rendered or used, for the parent's
-    cache (the next build's workers inherit it)."""
+def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[Any, Any]]:
+    """Render some jobs; also return the markdown this worker rendered or used and the chart spec
+    templates it built, for the parent's caches (the next build's workers inherit them)."""
+    from builder.site import charts
+
     assert _FORK is not None
     ctx, recorder, jobs = _FORK
     before = set(ctx.markdown.cache)
+    specs = set(charts.SPEC_TEMPLATES)
     ctx.markdown.used = set()
     results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
     fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
-    return results, fresh, ctx.markdown.used
+    built = {k: v for k, v in charts.SPEC_TEMPLATES.items() if k not in specs}
+    return results, fresh, ctx.markdown.used, built
 
 
 def job_chunks(pending: list[int], workers: int) -> list[list[int]]:
@@ -122,6 +126,8 @@ def render_jobs(
     import concurrent.futures
     import multiprocessing
 
+    from builder.site import charts
+
     chunks = job_chunks(pending, count)
     results: list[_Rendered] = []
     _FORK = (ctx, recorder, jobs)
@@ -135,10 +141,11 @@ def render_jobs(
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork")
         ) as pool:
-            for chunk_results, fresh, used in pool.map(_worker_chunk, chunks):
+            for chunk_results, fresh, used, built in pool.map(_worker_chunk, chunks):
                 results.extend(chunk_results)
                 ctx.markdown.cache.update(fresh)
                 ctx.markdown.used.update(used)
+                charts.SPEC_TEMPLATES.update(built)
                 if progress is not None:
                     progress("render", len(results), total)
     finally:

@@ -205,17 +205,23 @@ def axis_title(quantity: str) -> str:
     return f"{label} ({unit})"
 
 
-# Memoised in this process only: a template is a pure function of the code running here (the kind's
-# definition, the labels it shows, the Altair version); a copy kept across processes would need a
-# key covering all of it.
-@functools.cache
+SPEC_TEMPLATES: dict[tuple[str, str], SpecTemplate] = {}
+"""Templates built in this process, by (kind, quantity). A template is a pure function of the code
+running here (the kind's definition, the labels it shows, the Altair version): the engine keeps them
+across builds only while that code is the same (:class:`builder.engine.loadcache.LoadCache`)."""
+
+
 def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
     """The kind's spec template, built with Altair."""
+    found = SPEC_TEMPLATES.get((kind, quantity))
+    if found is not None:
+        return found
     if kind not in KINDS:
         raise ValueError(f"unknown chart kind {kind!r}")
     if (kind in PER_QUANTITY) != bool(quantity):
         raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
-    return _build_spec_template(kind, quantity)
+    built = SPEC_TEMPLATES[kind, quantity] = _build_spec_template(kind, quantity)
+    return built
 
 
 def _build_spec_template(kind: str, quantity: str) -> SpecTemplate:
