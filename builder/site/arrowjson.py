@@ -24,7 +24,6 @@ from collections.abc import Collection, Iterator
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
 
 _encode_string = json.encoder.encode_basestring

@@ -25,19 +25,16 @@ import json
 import struct
 import tempfile
 from collections.abc import Collection, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-
 import pyarrow.compute as pc
-from builder.site import deps
-from builder.site.arrowjson import json_array_pieces
+
 from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.content.flags import serve_command
 from builder.content.markdown import Markdown
-from builder.content.models import Row
+from builder.content.models import ROW_SCHEMA, Row
 from builder.data.load import Site
 from builder.site import deps
 from builder.site.arrowjson import json_array_pieces
@@ -46,10 +43,6 @@ from builder.site.deps import Reuse, no_reuse
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
-from builder.content.flags import serve_command
-from builder.data.load import Site
-from builder.content.models import ROW_SCHEMA, Row
-from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.site.views import ROW_COLUMNS, case_studies_by_recipe
 
 API_VERSION = 1

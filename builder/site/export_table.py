@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
+
 from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.data.load import Site
 from builder.site.views import ROW_COLUMNS

@@ -155,7 +155,6 @@ def newest_dates(rows: pa.Table) -> dict[str, dt.date]:
     ``Site.con``) nor Arrow's ``group_by`` (whose import alone cost an edit build ≈ 0.03 s)."""
     import numpy as np
     import pyarrow as pa
-
     import pyarrow.compute as pc
 
     if rows.num_rows == 0:

@@ -21,13 +21,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
-from builder.data.ingest import ROWS_SCHEMA
-from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
-from builder.content.models import METRICS
+
 from builder.analysis.reconcile import Reconciliation
 from builder.content.models import METRICS
+from builder.data.ingest import ROWS_SCHEMA
 from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
 from builder.site.views import RowsByRecipe
 

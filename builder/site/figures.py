@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
-from builder.content.models import LOWER_IS_BETTER
-from builder.site.views import METRIC_LABELS
 from builder.content.models import LOWER_IS_BETTER, QUANTITIES
 
 Row = dict[str, Any]

@@ -12,16 +12,12 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import pyarrow as pa
-
 import pyarrow.compute as pc
-from builder.content.markdown import slugify
-from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
-from builder.data.load import CaseStudy, Recipe, Site
-from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS
+
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.content.markdown import slugify
-from builder.content.models import METRICS
+from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS
 from builder.data.load import CaseStudy, Recipe, Site
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {m: (QUANTITIES[m].label, QUANTITIES[m].unit) for m in METRICS}
