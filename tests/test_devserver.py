@@ -275,6 +275,24 @@ def test_a_quick_answer_is_followed_at_once_by_the_full_rebuild(tmp_path: Path) 
     assert rebuild.calls == [frozenset({recipe}), frozenset({recipe, other})]
 
 
+def test_the_start_up_builds_followup_is_rebuilt_for_when_the_loop_starts(tmp_path: Path) -> None:
+    """The start-up build runs before the loop (``serve`` builds, then serves); what it asks to be
+    rebuilt for next (a warm load for quick pages) is not lost."""
+    warm = tmp_path / "<warm>"
+    pending = PendingChanges(quiet=0.01)
+    rebuild = ScriptedRebuild(RebuildResult(followup=frozenset({warm})), RebuildResult())
+    state = BuildState(rebuild)
+    state.rebuild(None)
+    loop = threading.Thread(target=state.run, args=(pending,))
+    loop.start()
+    try:
+        assert state.wait(1, 10).epoch == 2
+    finally:
+        pending.close()
+        loop.join(10)
+    assert rebuild.calls == [None, frozenset({warm})]
+
+
 # --- HTTP, in process ----------------------------------------------------------------------------
 
 

@@ -108,6 +108,8 @@ class BuildState:
         self.epoch = 0
         self.problems: tuple[Problem, ...] = ()
         self.building = False
+        self.followup: frozenset[Path] = frozenset()
+        """What the last rebuild asked to be rebuilt for next (the loop starts with it)."""
         self.server_id = secrets.token_hex(8)
         """Changes when the server restarts, so open pages reload onto the new one."""
 
@@ -126,6 +128,7 @@ class BuildState:
             self._history.append((self.epoch, result.changed if result.ok else frozenset()))
             self.problems = result.problems
             self.building = False
+            self.followup = result.followup
             self._cond.notify_all()
         if self._on_result is not None:
             try:
@@ -138,8 +141,9 @@ class BuildState:
         """The rebuild loop: one rebuild per debounced batch, until ``pending`` is closed.
 
         A result with a ``followup`` is rebuilt for again without waiting for a new batch (a change
-        that arrived meanwhile joins it)."""
-        followup: frozenset[Path] = frozenset()
+        that arrived meanwhile joins it), the first one's too when it ran before the loop (the
+        start-up build)."""
+        followup = self.followup
         while True:
             if followup and not pending.ready():
                 batch: set[Path] | None = set() if not pending.closed else None
