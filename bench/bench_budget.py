@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 import generate  # noqa: E402
 
 from builder.config import load_config  # noqa: E402
-from builder.engine.pipeline import build  # noqa: E402
+from builder.engine.incremental import build  # noqa: E402
 
 BUDGET = 50_000
 DATA_SCRIPT_TYPES = ("application/json", "application/ld+json")

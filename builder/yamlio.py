@@ -38,7 +38,7 @@ class YamlProblem(Exception):
         self.line = line
 
     def __reduce__(self) -> tuple[type[YamlProblem], tuple[str, int]]:
-        # Documents cross process boundaries (a forked load): keep the line when pickled.
+        # Documents cross process boundaries (render workers, the record): keep the line when pickled.
         return (YamlProblem, (self.message, self.line))
 
 

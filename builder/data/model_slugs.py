@@ -1,6 +1,6 @@
 """Slugs of the pages that belong to a base model (``meta.model``): its comparison page and its
-troubleshooting page. Light on purpose: listing those pages (every build's page jobs, the search
-child's FAQ) must not import the comparison machinery (:mod:`builder.site.comparisons`)."""
+troubleshooting page. Light on purpose: listing those pages (every build's page jobs, the FAQ)
+must not import the comparison machinery (:mod:`builder.site.comparisons`)."""
 
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def _case_deps(case: Any) -> tuple[str, ...]:
 
 def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list[PageJob]:
     """Every page as (output path, render function), in a stable order. ``summary``: the content
-    summary when worked out elsewhere (the engine's search child), else it is worked out here.
+    summary when the caller has it, else it is worked out here.
 
     ``deps.depends(render, ...)`` declares what a page reads, so an incremental build can skip it
     when none of that changed (see :mod:`builder.site.deps`); an undeclared job renders every time.

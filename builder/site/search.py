@@ -205,7 +205,7 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
 SHARD_PAGES = 32
 """Pages (stand-ins) per Pagefind index: a big site's index is split so an edit re-indexes one shard.
 Pagefind takes ≈ 45 ms per index plus ≈ 2.3 ms per page: an edit's shard of 32 pages ≈ 0.08 s, of 64
-≈ 0.16 s, of 128 ≈ 0.35 s (on the search child's path, which an edit build waits for). Indexing all
+≈ 0.16 s, of 128 ≈ 0.35 s (an edit build waits for it). Indexing all
 1,020 pages took 2.1-2.4 s of CPU as 8, 16 or 32 shards alike (1.5-1.7 s on two cores); one index could
 not use both. The search page merges the shards in parallel (one round trip before the first search)."""
 MAX_SHARDS = 32
