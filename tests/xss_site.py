@@ -1,6 +1,6 @@
 """A SYNTHETIC site with script-injection payloads in every field a contributor controls.
 
-Used by ``tests/test_xss.py`` (the built HTML parsed: nothing became markup) and by
+Used by ``tests/site/test_xss.py`` (the built HTML parsed: nothing became markup) and by
 ``tests/browser/test_xss_browser.py`` (the pages opened in Chromium: nothing ran). A payload that
 executes sets ``window.__xss`` or adds an element with id ``xss-injected``, or opens a dialog.
 """

@@ -9,7 +9,7 @@ kind is safe before anyone declares anything.
 
 Declare what the page *reads*, not what it shows: a page that looks up recipes by slug reads every
 recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing dependency is a
-stale page, which ``tests/test_incremental.py`` is there to catch.
+stale page, which ``tests/engine/test_incremental.py`` and ``tests/engine/test_equivalence.py`` are there to catch.
 
 The vocabulary:
 

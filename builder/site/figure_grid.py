@@ -7,7 +7,7 @@ them by (recipe, setting, status rank, latest run first), so the first run of ea
 pick, found for every group at once. A :class:`~builder.site.figures.Cell` (median, status, why) is
 built only for the figures a page shows.
 
-The choice is ``pick_cell``'s with ``allow_differs=True`` (``tests/test_figure_grid.py`` checks it on
+The choice is ``pick_cell``'s with ``allow_differs=True`` (``tests/site/test_figure_grid.py`` checks it on
 random rows). ``pick_cell(..., allow_differs=False)`` gives the same cell unless its status is
 ``differs``, where it gives ``None``.
 """

@@ -11,7 +11,7 @@ from builder.errors import Problems
 from builder.importers import Measurement, llama_benchy, read_files, vllm_bench
 from builder.importers.benchy_table import read_table
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 
 
 def _read(reader, name: str) -> tuple[list[Measurement], Problems]:  # type: ignore[no-untyped-def]

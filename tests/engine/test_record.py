@@ -14,7 +14,7 @@ from builder.engine.incremental import IncrementalBuilder
 from builder.engine.record import Record
 from tests.conftest import MakeSite
 
-TINY = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
+TINY = (Path(__file__).parents[1] / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture

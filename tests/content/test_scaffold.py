@@ -18,7 +18,7 @@ from builder.engine.check import check_site
 from builder.errors import ConfigError
 from tests.conftest import MakeSite
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FILLS = {
     "title": '"A title"',
     "model": "example/tiny",

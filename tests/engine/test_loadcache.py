@@ -51,7 +51,7 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
 ) -> None:
     from builder.engine.inputs import scan_inputs
 
-    tiny = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
+    tiny = (Path(__file__).parents[1] / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
     root = make_site({f"content/recipes/tiny-{n}.md": tiny for n in (2, 3)})
     config = load_config(root)
     cache = LoadCache()

@@ -18,7 +18,7 @@ from builder.content.markdown import split_document
 from builder.data.load import load_site
 from builder.errors import Problems
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "schema"
 
 

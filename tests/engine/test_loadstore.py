@@ -13,7 +13,7 @@ from builder.engine.build_state import state_dir
 from builder.engine.incremental import IncrementalBuilder, build
 from tests.conftest import MakeSite
 
-TINY = (Path(__file__).parent / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
+TINY = (Path(__file__).parents[1] / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
 
 
 @pytest.fixture

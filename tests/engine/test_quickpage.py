@@ -20,7 +20,7 @@ SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"
 PAGE = f"recipes/{SLUG}/index.html"
 SYNTHETIC_ROW = (
     "2026-08-03,qwen3.6-35b-a3b-nvidia-nvfp4,spark-01,vllm,0.24.0,2048,1,0,,44.1,,,,,,"
-    "--max-model-len 262144,,test fixture,SYNTHETIC row written by tests/test_quickpage.py\n"
+    "--max-model-len 262144,,test fixture,SYNTHETIC row written by tests/engine/test_quickpage.py\n"
 )
 
 

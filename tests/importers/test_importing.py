@@ -16,7 +16,7 @@ from builder.engine.check import check_site
 from builder.importers.importing import ImportOptions, build_csv, free_rel, prepare_import
 from tests.conftest import MakeSite
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "import"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 META = ["--recipe", "tiny", "--node", "node-a", "--engine-version", "1.0.0"]
 
 
@@ -291,7 +291,7 @@ def test_importing_into_a_copy_of_the_shipped_site(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The real site: the importer sees its recipes and nodes (nothing is written: --out -)."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     root = tmp_path / "site"
     shutil.copytree(repo / "content", root / "content")
     shutil.copytree(repo / "data", root / "data")
