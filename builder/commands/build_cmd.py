@@ -69,28 +69,11 @@ def _print(files: int, rows: int, out: str, warnings: list[Any], summary: str | 
 
 def run(args: argparse.Namespace) -> int:
     import gc
-    from pathlib import Path
 
     # A build allocates millions of objects that live until the process ends (caches, rows, pages)
-    # and makes next to no reference cycles: the cyclic collector only walks them. At its default
-    # pace it spent ~0.3 s of an edit build; even at a pass per 50,000 allocations, 40-60 ms of
-    # the 0.1 s that unpickling the record takes. Off, a cold build's peak memory is the same
-    # (880 MB against 888 MB at 1,000 recipes).
+    # and makes next to no reference cycles: the cyclic collector would only walk them, and a
+    # build's peak memory is the same without it.
     gc.disable()
-    scan = None
-    if not args.no_cache:
-        # Nothing changed? Then nothing heavy is even imported.
-        from builder.engine.build_state import quick_scan
-
-        scan = quick_scan(args.root, args.out)
-        quick = scan.report
-        if quick is not None:
-            out = Path(args.out).resolve() if args.out else Path(args.root).resolve() / "site"
-            _print(
-                quick.files, quick.rows, str(out), quick.warnings, quick.summary() if args.verbose else None
-            )
-            return 0
-
     from builder.config import load_config
     from builder.engine.incremental import IncrementalBuilder
 
@@ -98,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     bar = _ProgressBar() if sys.stderr.isatty() else None
     try:
         report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(
-            None, scan=scan
+            None
         )
     finally:
         if bar is not None:

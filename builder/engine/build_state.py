@@ -2,7 +2,7 @@
 
 ``state.pickle`` (input and output digests, small: read by every build) is a pickle with a
 checksum, written atomically; anything unreadable is :class:`CacheCorrupt` and the build starts
-clean. :func:`quick_noop` answers a build with nothing to do without importing the heavy stages.
+clean.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ import hashlib
 import os
 import pickle
 import sys
-import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.engine.inputs import DIGEST_NAME, PACKAGE_DIR, Inputs, Sources, scan_inputs
+from builder.engine.inputs import DIGEST_NAME, Inputs, Sources
 from builder.errors import Problem
 
 if TYPE_CHECKING:
@@ -276,87 +275,6 @@ def dir_stat(path: Path) -> OutStat | None:
 def state_dir(root: Path, out: Path) -> Path:
     key = hashlib.blake2b(str(out).encode(), digest_size=8).hexdigest()
     return root / ".cache" / "builder" / "incremental" / key
-
-
-@dataclass(frozen=True)
-class _QuickSources:
-    root: Path
-    templates: Path
-
-
-def locate_templates(root: Path) -> Path:
-    """The templates a site uses (the rule of :func:`builder.config.load_config`, without pydantic)."""
-    own = root / "templates"
-    if (own / "base.html").is_file():
-        return own
-    beside = PACKAGE_DIR.parent / "templates"
-    return beside if (beside / "base.html").is_file() else PACKAGE_DIR / "_templates"
-
-
-@dataclass
-class QuickScan:
-    """What :func:`quick_scan` found: a no-op's report, or the record and scan a build can go on from."""
-
-    report: BuildReport | None
-    """The report of a build with nothing to do; None when there is something to do."""
-    state: State | None = None
-    """The record of the previous build, as read (None: none usable)."""
-    inputs: Inputs | None = None
-    """The inputs as scanned against :attr:`state` (None when not scanned)."""
-    templates: Path | None = None
-    """The templates folder the scan looked at."""
-    folder: Path | None = None
-    """The record's folder (:func:`state_dir`)."""
-    changes: tuple[set[str], set[str]] | None = None
-    """:func:`output_changes` of the published site against :attr:`state` (None when not walked)."""
-
-
-def quick_noop(root: str | Path, out: str | Path | None = None) -> BuildReport | None:
-    """The report of a build with nothing to do, found without importing the heavy stages; else None.
-
-    ``build`` calls this first, so a no-op build costs a scan of the inputs and of the output.
-    """
-    return quick_scan(root, out).report
-
-
-def quick_scan(root: str | Path, out: str | Path | None = None) -> QuickScan:
-    """:func:`quick_noop`, also handing over the record it read and the inputs it scanned, so the
-    build that follows when there is something to do does not read and scan them again."""
-    start = time.perf_counter()
-    root_path = Path(root).resolve()
-    out_path = Path(out).resolve() if out is not None else root_path / "site"
-    sources = _QuickSources(root_path, locate_templates(root_path))
-    folder = state_dir(root_path, out_path)
-    try:
-        state = read_cache(folder / "state.pickle")
-    except CacheCorrupt:
-        return QuickScan(None)
-    if not isinstance(state, State):
-        return QuickScan(None)
-    if environment_key(sources, _source_date_epoch()) != state.environment:
-        return QuickScan(None)
-    inputs = scan_inputs(sources, state.inputs)
-    changes = output_changes(out_path, state)
-    if inputs.digests != state.inputs.digests or changes != (set(), set()):
-        return QuickScan(None, state, inputs, sources.templates, folder, changes)
-    from builder.engine.output import remove_leftovers  # light: os, shutil, tempfile
-
-    remove_leftovers(out_path)
-    if inputs.stats != state.inputs.stats:
-        # Same content, new stat (touched, or rewritten identically): remember it for next time.
-        state.inputs = inputs
-        try:
-            write_cache(state_dir(root_path, out_path) / "state.pickle", state)
-        except OSError:
-            pass
-    report = BuildReport(
-        warnings=list(state.warnings),
-        files=state.files,
-        rows=state.rows,
-        noop=True,
-        seconds={"scan": time.perf_counter() - start},
-    )
-    return QuickScan(report, state, inputs, sources.templates, folder)
 
 
 def output_changes(out: Path, state: State) -> tuple[set[str], set[str]]:

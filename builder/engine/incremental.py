@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 from builder.engine.build_state import (
     BuildReport,
     OutputRecord,
-    QuickScan,
     State,
     dir_stat,
     environment_key,
@@ -201,22 +200,19 @@ class IncrementalBuilder:
 
     # The build ------------------------------------------------------------------------------------
 
-    def run(
-        self, changed: set[Path] | frozenset[Path] | None = None, *, scan: QuickScan | None = None
-    ) -> BuildReport:
+    def run(self, changed: set[Path] | frozenset[Path] | None = None) -> BuildReport:
         """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems.
 
         Paths given to a build that failed are rescanned by the next one too: the record of inputs
-        is only updated by a build that succeeds. ``scan``: what :func:`builder.engine.build_state.quick_scan`
-        just read and scanned (``build`` asks it first), not read and scanned again."""
+        is only updated by a build that succeeds."""
         if changed is not None:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
-        report = self._run(changed, scan)
+        report = self._run(changed)
         self._unsettled = set()
         return report
 
-    def _run(self, changed: set[Path] | frozenset[Path] | None, scan: QuickScan | None = None) -> BuildReport:
+    def _run(self, changed: set[Path] | frozenset[Path] | None) -> BuildReport:
         from builder.config import load_config
 
         seconds: dict[str, float] = {}
@@ -229,9 +225,7 @@ class IncrementalBuilder:
             mark = now
 
         self.config = config = load_config(self.config.root, self.config.out, verbose=self.config.verbose)
-        if scan is not None and (scan.folder != self._record.folder or scan.templates != config.templates):
-            scan = None  # made for another site or output
-        restored = self._record.read(scan.state if scan is not None else None)
+        restored = self._record.read()
         if restored is not None:
             self._state, self._cache = restored.state, restored.cache
             self._markdown, self._cache_code = restored.markdown, restored.code
@@ -239,16 +233,12 @@ class IncrementalBuilder:
         environment = environment_key(config, config.source_date_epoch)
         if state is not None and state.environment != environment:
             state = None  # another toolchain or day: nothing global can be trusted
-        if state is not None and scan is not None and scan.inputs is not None and scan.state is state:
-            inputs = scan.inputs
-        elif state is not None and changed is not None:
+        if state is not None and changed is not None:
             inputs = rescan_paths(config, state.inputs, set(changed)) or scan_inputs(config, state.inputs)
         else:
             inputs = scan_inputs(config, state.inputs if state is not None else None)
         if state is None:
             damaged, extra = set[str](), set[str]()
-        elif scan is not None and scan.state is state and scan.changes is not None:
-            damaged, extra = scan.changes
         else:
             damaged, extra = output_changes(config.out, state)
         lap("scan")

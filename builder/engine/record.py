@@ -69,16 +69,15 @@ class Record:
         :class:`builder.engine.output.Staging`); None without a kept record."""
         return self.folder / "spare" if self.persist else None
 
-    def read(self, state_read: State | None = None) -> Restored | None:
-        """The record, once per process (later calls: None); ``state_read``: ``state.pickle`` as
-        already read. None when there is none or it is unreadable (then it is discarded and
-        :attr:`note` says why)."""
+    def read(self) -> Restored | None:
+        """The record, once per process (later calls: None). None when there is none or it is
+        unreadable (then it is discarded and :attr:`note` says why)."""
         if self._read or not self.persist:
             return None
         self._read = True
         folder = self.folder
         try:
-            state = state_read if state_read is not None else read_cache(folder / "state.pickle")
+            state = read_cache(folder / "state.pickle")
             if state is not None and not isinstance(state, State):
                 raise CacheCorrupt("state.pickle holds something else")
             stored = loadstore.read(folder) if state is not None else None

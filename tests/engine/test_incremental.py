@@ -22,7 +22,7 @@ import pytest
 
 from builder.config import load_config
 from builder.engine import incremental
-from builder.engine.build_state import quick_noop, quick_scan, state_dir
+from builder.engine.build_state import state_dir
 from builder.engine.incremental import IncrementalBuilder, build
 from builder.errors import BuildAborted, BuilderError
 from tests.conftest import REPO, synthetic_site, tree
@@ -400,8 +400,8 @@ def test_noop_build_does_nothing_and_touch_is_not_a_change(site: Path, tmp_path:
     out = tmp_path / "out"
     build(load_config(site, out), workers=1)
     marker_inode = (out / "index.html").stat().st_ino
-    report = quick_noop(site, out)
-    assert report is not None and report.noop and report.files > 0
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.noop and report.files > 0
     recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
     os.utime(recipe, ns=(recipe.stat().st_atime_ns, recipe.stat().st_mtime_ns + 5_000_000_000))
     # The stat changed but the bytes did not: the content hash decides.
@@ -418,9 +418,8 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
     good = page.read_bytes()
     page.write_bytes(b"edited by hand")
     (out / "stray.txt").write_text("not ours", encoding="utf-8")
-    assert quick_noop(site, out) is None
     report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
-    assert report.ok
+    assert report.ok and not report.noop
     assert page.read_bytes() == good
     assert not (out / "stray.txt").exists()
 
@@ -437,9 +436,8 @@ def test_damaged_output_is_repaired(site: Path, tmp_path: Path) -> None:
         ("rows.arrow", "empty"),
     ],
 )
-@pytest.mark.parametrize("scanned", [False, True], ids=["build", "after-quick-scan"])
 def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
-    site: Path, tmp_path: Path, victim: str, damage: str, scanned: bool
+    site: Path, tmp_path: Path, victim: str, damage: str
 ) -> None:
     """Also when the build goes on from the quick scan."""
     out = tmp_path / "out"
@@ -461,11 +459,7 @@ def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
         recipe.read_text(encoding="utf-8") + "\nEdited after the cache broke.\n", encoding="utf-8"
     )
     engine = IncrementalBuilder(load_config(site, out), workers=1)
-    if scanned:
-        scan = quick_scan(site, out)
-        report = engine.run(None, scan=scan)
-    else:
-        report = engine.build(None)
+    report = engine.build(None)
     assert report.ok, report.problems
     assert report.cache_note is not None and "discarded" in report.cache_note
     assert report.reused == 0  # nothing trusted from the broken record
@@ -503,25 +497,16 @@ def test_compiled_templates_are_kept_per_builder_and_follow_template_edits(
     assert second.name != first.name
 
 
-def test_the_cli_build_goes_on_from_its_quick_scan(
-    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``build`` looks for a no-op first; when there is work, the engine takes the record, the
-    scan and the check of the published site from there (not read, scanned or walked twice) and
-    still makes a clean build's bytes."""
+def test_cli_builds_after_each_kind_of_edit_make_a_clean_builds_bytes(site: Path, tmp_path: Path) -> None:
+    """``build`` in one process after another, as a user runs it, after edits of each kind and a
+    published page changed by hand."""
     from builder.cli import main
 
     out = tmp_path / "out"
     assert main(["build", "--root", str(site), "--out", str(out)]) == 0
 
-    def no_second_scan(*args: object, **kwargs: object) -> None:
-        raise AssertionError("inputs scanned again")
-
-    def no_second_walk(*args: object, **kwargs: object) -> None:
-        raise AssertionError("published site walked again")
-
     def damage_a_page_and_edit() -> None:
-        # A published page changed by hand (same inode): the quick scan's walk must see it.
+        # A published page changed by hand (same inode): the walk of the output must see it.
         with (out / "404.html").open("ab") as page:
             page.write(b"<!-- changed by hand -->")
         editor.edit_body()
@@ -529,10 +514,7 @@ def test_the_cli_build_goes_on_from_its_quick_scan(
     editor = Editor(site, random.Random(SEED))
     for edit in (editor.edit_body, editor.add_rows, editor.edit_front, damage_a_page_and_edit):
         edit()
-        with monkeypatch.context() as patch:
-            patch.setattr(incremental, "scan_inputs", no_second_scan)
-            patch.setattr(incremental, "output_changes", no_second_walk)
-            assert main(["build", "--root", str(site), "--out", str(out)]) == 0
+        assert main(["build", "--root", str(site), "--out", str(out)]) == 0
         assert clean_build(site, tmp_path / "clean") is None
         assert_same_tree(out, tmp_path / "clean", edit.__name__)
 
