@@ -72,10 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     # A build allocates millions of objects that live until the process ends (caches, rows, pages)
-    # and makes next to no reference cycles: the cyclic collector only walks them. At its default
-    # pace it spent ~0.3 s of an edit build; even at a pass per 50,000 allocations, 40-60 ms of
-    # the 0.1 s that unpickling the record takes. Off, a cold build's peak memory is the same
-    # (880 MB against 888 MB at 1,000 recipes).
+    # and makes next to no reference cycles: the cyclic collector would only walk them again and
+    # again (most of all while the record is unpickled). Off, peak memory stays the same.
     gc.disable()
     scan = None
     if not args.no_cache:
