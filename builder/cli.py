@@ -57,8 +57,8 @@ def main(argv: Sequence[str] | None = None, *, process: bool = False) -> int:
         result: int = module.run(args)
         watched = sys.getprofile() is not None or sys.gettrace() is not None
         if process and not watched and getattr(module, "EXIT_WITHOUT_TEARDOWN", False):
-            # Freeing a build's heap object by object took ~0.2 s after its work was done. Not
-            # under a profiler or tracer (pyinstrument, coverage): they report at exit.
+            # Freeing a build's heap object by object is slow and serves nothing once the work is
+            # done. Not under a profiler or tracer (pyinstrument, coverage): they report at exit.
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(result)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is ~10x faster
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader is much faster
 
 
 class _Loader(_Base):  # type: ignore[misc,valid-type]

@@ -9,8 +9,8 @@ run means and the narrowest band :mod:`builder.analysis.noise` could use. A grou
 widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for
 the groups that pass) or when its rows give different output_tokens.
 
-Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so a
-million rows in six hundred thousand runs cost little memory.
+Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so
+memory stays small even when nearly every row is a run of its own.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ class Reconciliation:
 
     @property
     def findings(self) -> list[Finding]:
-        """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the check --format json contract)."""
+        """Non-reproduction findings; each has ``recipe`` and ``as_json()`` (the ``check --format json``
+        contract)."""
         if self._findings is None:
             self._findings = self.source.all() if self.source is not None else []
         return self._findings
@@ -131,8 +132,8 @@ class Reconciliation:
 
     def finding_counts_by_recipe(self) -> dict[str, tuple[int, int]]:
         """Per recipe with findings, (findings, open findings), counted without restoring kept ones
-        (the home page's and the API index's figures: restoring all 1,000 recipes' findings cost
-        a row-file build ≈ 0.1 s)."""
+        (the home page's and the API index's figures: restoring every recipe's findings for a count
+        would slow a row-file build)."""
         if self._findings is None and self.source is not None:
             return {slug: pair for slug, pair in self.source.counts().items() if pair[0]}
         out: dict[str, tuple[int, int]] = {}

@@ -5,7 +5,7 @@ import json
 
 EXIT_WITHOUT_TEARDOWN = True
 """The report is printed: ending the process at once skips freeing the loaded site object by
-object (DuckDB, Arrow buffers, every Python object: a few tenths of a second at 1M rows)."""
+object (DuckDB, Arrow buffers, every Python object), which is slow for a big site."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

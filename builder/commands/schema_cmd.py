@@ -1,4 +1,7 @@
-"""``schema``: export the JSON Schema of rows, front matter and data files (see :mod:`builder.content.schema`)."""
+"""``schema``: export the JSON Schema of rows, front matter and data files.
+
+See :mod:`builder.content.schema`.
+"""
 
 from __future__ import annotations
 

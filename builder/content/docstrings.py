@@ -2,11 +2,11 @@
 
 Each field of a format model is documented by the string literal under it. pydantic can turn those
 into descriptions as each class is made (``use_attribute_docstrings``), but it finds each class's
-source through :mod:`inspect`, which walks every loaded module: ≈ 25 ms of every command's start-up.
-Only the JSON Schema export reads descriptions: it calls :func:`described` first, which reads each
-module's source once and gives every field without a description its docstring, cleaned as pydantic
-cleans it. The scaffolds of ``new`` and the API page's data dictionary take the docstrings alone
-(:func:`field_docs`), without making the models' schemas again (≈ 0.04 s).
+source through :mod:`inspect`, which walks every loaded module: that would slow every command's
+start-up. Only the JSON Schema export reads descriptions: it calls :func:`described` first, which
+reads each module's source once and gives every field without a description its docstring, cleaned
+as pydantic cleans it. The scaffolds of ``new`` and the API page's data dictionary take the docstrings alone
+(:func:`field_docs`), without making the models' schemas again.
 """
 
 from __future__ import annotations

@@ -40,12 +40,11 @@ class Document:
     """SHA-256 of the whole file, the key of render caches."""
     body_keys: tuple[str, str] = ("", "")
     """The body's :class:`Markdown` cache keys (without, with the FAQ taken out), made once when the
-    file is parsed: an edit build looks up 1,000 bodies, and hashing them each time cost ≈ 15 ms."""
+    file is parsed: an edit build looks up every body, and hashing them each time adds up."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled for the load cache, the front matter as bytes of its own: once validated, it is
-        # only read to place an error, and an edit build restores 1,000 documents (a quarter of the
-        # time it took them, unpickled whole).
+        # only read to place an error, so an edit build restoring every document need not unpickle it.
         front = self.__dict__.get("_front_blob") if "front" not in self.__dict__ else None
         if front is None:
             front = pickle.dumps(self.front, protocol=pickle.HIGHEST_PROTOCOL)
@@ -124,7 +123,7 @@ class FaqItem:
     answer_text: str
     answer_words: str = ""
     """``answer_text`` with its whitespace collapsed, made once with the answer (the search records
-    use it in every build that indexes: collapsing 3,000 answers there cost ≈ 0.01 s)."""
+    use it in every build that indexes, and the answer is kept across builds)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ class Markdown:
         """``cache`` (digest → rendered body) may come from an earlier build: it is keyed by content."""
         self._parser: Any = None
         """Made when a body first needs rendering (:meth:`_md`): a build whose bodies all come from
-        the cache (a row file added) never imports markdown-it (≈ 0.03 s with its regexes)."""
+        the cache (a row file added) never imports markdown-it (a slow import, with its regexes)."""
         self._cache: dict[str, RenderedBody] = {} if cache is None else cache
         self.used: set[str] = set()
         """Keys rendered or looked up by this build, so a kept cache can drop the rest."""

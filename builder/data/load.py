@@ -117,7 +117,7 @@ class Site:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection with ``rows`` registered, opened on first use: a cached build whose
-        changes need no query (an edited recipe body) never imports DuckDB (≈ 0.1 s)."""
+        changes need no query (an edited recipe body) never imports DuckDB, a slow import."""
         if self._con is None:
             import duckdb
 
@@ -354,7 +354,8 @@ def _check_references(site: Site, problems: Problems) -> None:
 def _check_row_strings(
     site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
 ) -> None:
-    """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever with ``memo``)."""
+    """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever
+    with ``memo``)."""
     import pyarrow.compute as pc
 
     memo = {} if memo is None else memo

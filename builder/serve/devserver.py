@@ -50,7 +50,8 @@ class RebuildResult:
     warnings: tuple[Problem, ...] = ()
     """Problems that did not stop it."""
     changed: frozenset[str] | None = frozenset()
-    """Output files written or removed, relative and in ``/`` form; ``None`` means unknown: reload every page."""
+    """Output files written or removed, relative and in ``/`` form; ``None`` means unknown: reload
+    every page."""
     files: int = 0
     """Files written (for the terminal)."""
     seconds: float = 0.0
@@ -200,7 +201,7 @@ class PreviewHandler(BaseHTTPRequestHandler):
     server_version = "llm-recipes-preview"
     protocol_version = "HTTP/1.1"
     # Headers and body go out in two writes; with Nagle and the client's delayed ACK each answer
-    # on a kept-alive connection would wait ~40 ms.
+    # on a kept-alive connection would wait for the ACK timer.
     disable_nagle_algorithm = True
 
     def do_GET(self) -> None:

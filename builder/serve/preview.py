@@ -1,4 +1,4 @@
-"""The build side of the preview: the ``rebuild(changed_paths)`` callable :mod:`builder.serve.devserver` is given.
+"""The build side of the preview: the ``rebuild(changed_paths)`` callable the server is given.
 
 The preview builds into a folder of its own, ``<root>/.cache/builder/serve-site``, so ``site/`` (what
 ``build`` publishes) is never touched by ``serve``; the live-reload script is added by the server at

@@ -133,8 +133,8 @@ class PendingChanges:
     """Changed paths recorded by the watcher thread, consumed in debounced batches by one loop."""
 
     quiet: float = 0.01
-    """A batch is taken once no new change arrived for this long (seconds): an editor's save or a
-    checkout writes its files well within it, and a save must show within 50 ms."""
+    """A batch is taken once no new change arrived for this long (seconds): long enough for an
+    editor's save or a checkout to write its files, short enough that a save shows at once."""
     max_delay: float = 1.0
     """…or once the first change of the batch is this old, so a steady stream still rebuilds."""
     clock: Callable[[], float] = time.monotonic

@@ -1,9 +1,9 @@
 """JSON text straight from Arrow columns, byte for byte what ``json.dumps`` writes.
 
-The API documents hold every row as a JSON object (about 800 bytes each): turning 100k rows into
-Python dicts and dumping them cost seconds, most of it building the dicts. Here each column
-becomes an array of JSON values with Arrow kernels, the columns are joined into one object per
-row, and rows are joined into arrays per group, all without a Python object per row.
+The API documents hold every row as a JSON object: turning every row into Python dicts and dumping
+them is slow, most of it building the dicts. Here each column becomes an array of JSON values with
+Arrow kernels, the columns are joined into one object per row, and rows are joined into arrays per
+group, all without a Python object per row.
 
 The text equals ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``
 of the same values as ``Table.to_pylist()`` gives them (dates as ISO text once cast to strings):
@@ -103,9 +103,8 @@ def json_objects(table: pa.Table, raw: Collection[str] = (), *, end: str = "}") 
 ROWS_PER_SLICE = 1 << 13
 """Rows turned into JSON text at a time. Each column's text and the joined objects are arrays as
 long as the slice, and a group's text is given out as soon as it is complete (a slice's buffers are
-freed with its groups'): writing the 83 MB of API documents of 100k rows raised a build's peak memory
-by 369 MB with all rows in one slice and every group's array joined first, by 203 MB streamed in
-slices of 32k rows, by 137 MB in slices of 8k (the same CPU within the noise). A row is about 1 KB."""
+freed with its groups'), so peak memory follows the slice, not the whole table; a slice this size
+costs no more CPU than bigger ones."""
 
 
 def json_array_pieces(

@@ -309,8 +309,8 @@ HISTORY_FIELDS = ("layer", "date", "setting", "value", "trials", "status", "note
 def _finding_points(findings: Iterable[Finding], metric: str) -> list[list[Any]]:
     """Rings for the runs the findings on ``metric`` compare, in :data:`HISTORY_FIELDS` order.
 
-    Reads only what the rings show (metric, setting, runs, summary, annotation): turning every
-    finding into its whole JSON contract for every metric's chart was most of a history's cost.
+    Reads only what the rings show (metric, setting, runs, summary, annotation), not each
+    finding's whole JSON contract: that would cost more than the rest of the history chart.
     """
     points: list[list[Any]] = []
     for finding in findings:

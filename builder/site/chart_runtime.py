@@ -28,7 +28,7 @@ def installed_version(distribution: str) -> str | None:
 
     Read from the name of its ``.dist-info`` folder on ``sys.path`` (where wheels put it, the name
     normalised as wheels normalise it); ``importlib.metadata`` only when there is none (an egg or
-    a source checkout). ``importlib.metadata.version`` scans every installed distribution: ≈ 5 ms a
+    a source checkout). ``importlib.metadata.version`` scans every installed distribution on each
     call, and every build asks for two versions.
     """
     wanted = _normalised(distribution)
@@ -100,7 +100,8 @@ def _bundle() -> str:
 
 
 def runtime_bundle(cache_dir: Path, shared_cache: Path | None = None) -> bytes:
-    """The bundle's bytes: from the site's cache, else the shared one, else bundled once and cached in both."""
+    """The bundle's bytes: from the site's cache, else the shared one, else bundled once and cached
+    in both."""
     paths = [cache_path(cache_dir)] + ([cache_path(shared_cache)] if shared_cache is not None else [])
     data: bytes | None = None
     for path in paths:

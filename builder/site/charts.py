@@ -1,6 +1,6 @@
 """Chart kinds, defined once with Altair and filled with data per page.
 
-Altair costs tens of milliseconds per chart; thousands of charts would take minutes. So each kind is
+Altair is slow to build a chart, and a site has thousands of them. So each kind is
 built with Altair once per process and turned into a spec *template*: the Vega-Lite JSON text split
 around its dataset. A page embeds each template it uses once and each chart's values once, in one
 JSON block (:func:`page_data`: string concatenation plus one ``json.dumps``); the page's script puts
@@ -185,15 +185,15 @@ def page_data(charts: Iterable[Chart]) -> str:
         if key not in specs:
             specs[key] = spec_template(chart.kind, chart.quantity).bare
         data[chart.id] = {"spec": key, "fields": chart.fields, "rows": chart.rows}
-    # The templates are escaped already (see _build_spec_template); the keys are ours. orjson: a
-    # fifth of json.dumps's time on a recipe page's values, and as deterministic (no NaN or
-    # infinity reaches a chart: row values are validated finite).
+    # The templates are escaped already (see _build_spec_template); the keys are ours. orjson:
+    # faster than json.dumps on a page's values, and as deterministic (no NaN or infinity reaches
+    # a chart: row values are validated finite).
     spec_text = ",".join(f"{escape_json(json.dumps(key))}:{text}" for key, text in specs.items())
     return f'{{"specs":{{{spec_text}}},"charts":{escape_json(orjson.dumps(data, default=_plain).decode())}}}'
 
 
 def _plain(value: Any) -> Any:
-    """A numpy scalar as the Python number it holds (``json.dumps`` took float64; orjson wants this)."""
+    """A numpy scalar as the Python number it holds (orjson does not serialise numpy scalars)."""
     item = getattr(value, "item", None)
     if callable(item):
         return item()

@@ -9,7 +9,8 @@ kind is safe before anyone declares anything.
 
 Declare what the page *reads*, not what it shows: a page that looks up recipes by slug reads every
 recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing dependency is a
-stale page, which ``tests/engine/test_incremental.py`` and ``tests/engine/test_equivalence.py`` are there to catch.
+stale page, which ``tests/engine/test_incremental.py`` and ``tests/engine/test_equivalence.py`` are
+there to catch.
 
 The vocabulary:
 
@@ -110,8 +111,7 @@ class Reuse(Protocol):
         ...
 
     def kept(self, key: bytes | None) -> bool:
-        """Whether :meth:`__call__` with ``key`` will give an earlier build's files (so a producer
-        need not begin computing them ahead)."""
+        """Whether :meth:`__call__` with ``key`` will give an earlier build's files."""
         ...
 
     def many(

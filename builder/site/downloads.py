@@ -13,7 +13,7 @@ all of it is byte-deterministic for the same input:
   the layout we know (:func:`pin_duckdb_identifier`). If a future DuckDB changes that layout the
   file is shipped as written, still valid but no longer byte-identical across builds. The file
   uses the storage format of the DuckDB that builds it (2.x here), so older DuckDB releases cannot
-  open it; DuckDB's v1.0 compatibility format was not byte-reproducible for large tables even
+  open it; DuckDB's v1.0 compatibility format is not byte-reproducible for large tables even
   with one thread, so it is not used.
 """
 
@@ -127,7 +127,7 @@ def rows_csv(table: pa.Table) -> bytes:
 
 
 def rows_parquet(table: pa.Table) -> bytes:
-    import pyarrow.parquet as pq  # ≈ 0.02 s of import (pyarrow.fs with it)
+    import pyarrow.parquet as pq  # a slow import (pyarrow.fs with it): only when Parquet is written
 
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=True)
@@ -190,7 +190,7 @@ def duckdb_file(tables: dict[str, pa.Table]) -> bytes:
 
 def _json(value: Any) -> bytes:
     # Compact: with ``indent`` the json module falls back from its C encoder to pure Python, which
-    # costs seconds at 100k rows.
+    # is far slower on big documents.
     return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode()
 
 

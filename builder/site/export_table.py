@@ -101,5 +101,6 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
 
 
 def export_rows(site: Site, recon: Reconciliation, recipes: Collection[str] | None = None) -> pa.Table:
-    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id order."""
+    """Every row (of ``recipes``, when given) with its status and its source file and line, in row-id
+    order."""
     return export_table(site, recon, recipes).table

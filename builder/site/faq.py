@@ -88,7 +88,7 @@ def group_by_model(entries: list[FaqEntry]) -> list[tuple[str, list[tuple[Recipe
 
 INLINE_QUESTIONS = 150
 """Up to this many questions, /troubleshooting/ lists them all; beyond, one page per base model
-(keeps every page inside the 50 KB budget: a question with its excerpt is ~0.3 KB gzipped)."""
+(keeps every page inside the 50 KB budget, excerpts included)."""
 
 
 def model_pages(models: list[str]) -> dict[str, str]:

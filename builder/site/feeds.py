@@ -152,7 +152,7 @@ def newest_dates(rows: pa.Table) -> dict[str, dt.date]:
     """Each recipe's newest row date.
 
     numpy over dictionary codes, not SQL (a build that needs no query never opens DuckDB, see
-    ``Site.con``) nor Arrow's ``group_by`` (whose import alone cost an edit build ≈ 0.03 s)."""
+    ``Site.con``) nor Arrow's ``group_by`` (whose import alone is slow)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -179,7 +179,7 @@ def sitemap(base_url: str, paths: Iterable[str], dates: Mapping[str, dt.date]) -
     """``sitemap.xml`` of every HTML page except :data:`NOINDEX_PAGES`, sorted by URL.
 
     Written as text (the bytes ElementTree's indented output gives): building and serialising
-    thousands of elements cost every edit build ≈ 0.03 s."""
+    thousands of elements would slow every edit build."""
     head = '<?xml version="1.0" encoding="utf-8"?>\n'
     pages = sorted(p for p in paths if p.endswith(".html") and p not in NOINDEX_PAGES)
     if not pages:

@@ -12,7 +12,7 @@ import math
 def fmt_number(value: float | int | None) -> str:
     """Show a number exactly as recorded (shortest round-trip form), with thousands separators."""
     # Most figures are below 1,000: no separator to add, so their shortest round-trip text is the
-    # answer (a recipe page formats ~700 numbers, most of them seen once).
+    # answer (a recipe page formats hundreds of numbers, most of them seen once).
     if type(value) is float:
         if 0.0 <= value < 1000.0:
             return str(int(value)) if value.is_integer() else repr(value)

@@ -30,15 +30,15 @@ def dumps_for_script(value: Any, *, indent: int | None = None) -> str:
 
 def dumps_compact_for_script(value: list[dict[str, str]]) -> str:
     """:func:`dumps_for_script` without spaces, for megabytes of strings (the search fallback's
-    records): orjson takes a third of the time of ``json``."""
+    records): orjson is faster than ``json`` there."""
     import orjson
 
     return _escaped(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
 
 
 def _escaped(text: str) -> str:
-    # str.replace per character, not str.translate: ten times faster on the megabytes of the
-    # search fallback records.
+    # str.replace per character, not str.translate: much faster on the megabytes of the search
+    # fallback records.
     for char, escaped in _ESCAPES:
         if char in text:
             text = text.replace(char, escaped)

@@ -6,10 +6,10 @@ we open an index (``NewIndex``), send its pages as HTML (``AddFile``: parsed exa
 line parses files) and ask for the bundle (``GetFiles``), which comes back inside the answer.
 
 Compared with running the command line once per set over a scratch folder, nothing is written
-(Pagefind wrote one file per page, and creating thousands of files was a good part of its time),
-and one process indexes many sets in turn. We do not use the package's asyncio client: it polls
-for answers every 100 ms, and terminates the binary as soon as the last answer arrives. Answers
-come in request order; the binary exits when its stdin closes.
+(the command line writes one file per page, and creating thousands of files is a good part of its
+time), and one process indexes many sets in turn. We do not use the package's asyncio client: it
+polls for answers on a timer, and terminates the binary as soon as the last answer arrives.
+Answers come in request order; the binary exits when its stdin closes.
 """
 
 from __future__ import annotations

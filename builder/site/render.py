@@ -59,7 +59,7 @@ def make_environment(templates: Path) -> jinja2.Environment:
     env.filters["longdate"] = lambda d: f"{d.day} {d:%B %Y}" if d else ""
     env.filters["script_json"] = script_json  # JSON inside <script>: no `</script>` breakout
     env.globals["METRIC_LABELS"] = METRIC_LABELS
-    # Table bodies built in Python: the per-cell cost of a template loop dominated rendering.
+    # Table bodies built in Python: the per-cell cost of a template loop would dominate rendering.
     env.globals["row_table_rows"] = row_table_rows
     env.globals["chart_rows"] = chart_rows
     env.globals["chart_data"] = lambda charts: Markup(page_data(charts))  # escaped for <script>

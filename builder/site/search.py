@@ -3,10 +3,9 @@
 Pagefind (its binary, run in service mode by :mod:`builder.site.pagefind_service`) indexes one small stand-in
 page per recipe, case study and news post, naming the page it stands for. A recipe's troubleshooting
 questions are sections of its stand-in, each under a heading that carries the answer's anchor:
-Pagefind gives them back as sub-results, and the search page lists each as a hit of its own. (One
-stand-in per question cost Pagefind about twice the time: most of its work is per page.) The index is
-a folder of static files (``pagefind/``) that the search page fetches in chunks, so it works from any
-static host.
+Pagefind gives them back as sub-results, and the search page lists each as a hit of its own. (Not
+one stand-in per question: most of Pagefind's work is per page.) The index is a folder of static
+files (``pagefind/``) that the search page fetches in chunks, so it works from any static host.
 
 Browsers refuse ``fetch()`` and module ``import()`` from ``file://`` pages, so Pagefind cannot run
 from the file system. For that case the build also writes a small classic script holding every
@@ -75,8 +74,8 @@ def is_indexed_page(path: str) -> bool:
 
 def page_records(site: Site, markdown: Markdown, entries: list[FaqEntry] | None = None) -> list[SearchRecord]:
     """Every searchable thing, built from content (not HTML), in a stable order; each record's text
-    with its whitespace collapsed (rendered bodies' text comes so from the markdown cache: collapsing
-    1,000 recipe texts every edit build cost the search stage ≈ 0.05 s)."""
+    with its whitespace collapsed (rendered bodies' text comes so from the markdown cache, so an edit
+    build does not collapse every recipe's text again)."""
     records: list[SearchRecord] = []
     for slug in sorted(site.recipes):
         meta = site.recipes[slug].meta
@@ -204,10 +203,10 @@ def _pagefind_many(shards: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[
 
 SHARD_PAGES = 32
 """Pages (stand-ins) per Pagefind index: a big site's index is split so an edit re-indexes one shard.
-Pagefind takes ≈ 45 ms per index plus ≈ 2.3 ms per page: an edit's shard of 32 pages ≈ 0.08 s, of 64
-≈ 0.16 s, of 128 ≈ 0.35 s (an edit build waits for it). Indexing all
-1,020 pages took 2.1-2.4 s of CPU as 8, 16 or 32 shards alike (1.5-1.7 s on two cores); one index could
-not use both. The search page merges the shards in parallel (one round trip before the first search)."""
+Pagefind's time grows with the pages of an index and an edit build waits for its shard, so shards
+are small; a whole index costs about the same CPU in shards as in one piece, and shards can use
+every core where one index cannot. The search page merges the shards in parallel (one round trip
+before the first search)."""
 MAX_SHARDS = 32
 SHARDS_DIR = "pagefind-shards"
 
@@ -281,8 +280,8 @@ def search_files(
 
     Pagefind indexes one small stand-in page per record (its title, kind, text and the URL it stands
     for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
-    out anyway, and parsing them cost Pagefind a minute on a 1,000-recipe site. A shard's bundle is
-    a pure function of its records, so a shard whose records did not change is reused.
+    out anyway, and parsing them would be most of Pagefind's work. A shard's bundle is a pure
+    function of its records, so a shard whose records did not change is reused.
     """
     del rendered  # the records come from content; kept for callers that pass the pages
     if plan is None:

@@ -2,10 +2,11 @@
 
 A recipe page carries its row table and a data table per chart: hundreds of rows of ten cells. In a
 jinja loop every cell costs an attribute lookup, a filter call and an escape through the template
-machinery, and those loops were most of a 1,000-recipe build's render time. Here a row is one
-f-string; every text value is escaped as ``markupsafe.escape`` escapes it (numbers are formatted by the
-site's ``num`` filter, digits and separators only), so nothing a contributor wrote becomes markup. The tables' heads, captions and
-wrappers stay in the templates (``partials/row_table.html``, ``partials/chart.html``).
+machinery, and on a big site those loops dominate render time. Here a row is one f-string; every
+text value is escaped as ``markupsafe.escape`` escapes it (numbers are formatted by the site's ``num``
+filter, digits and separators only), so nothing a contributor wrote becomes markup. The tables'
+heads, captions and wrappers stay in the templates (``partials/row_table.html``,
+``partials/chart.html``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from builder.site.formats import fmt_number
 
 
 def _esc(text: str) -> str:
-    """``markupsafe.escape`` for a plain string, without building Markup objects (3x faster)."""
+    """``markupsafe.escape`` for a plain string, without building Markup objects (faster)."""
     if "&" in text or "<" in text or ">" in text or '"' in text or "'" in text:
         return (
             text.replace("&", "&amp;")

@@ -66,12 +66,11 @@ _ROW_ORDER = [
 class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
     """All rows grouped by recipe, newest first; a recipe's rows become dicts on first use.
 
-    Converting 100,000 rows to Python objects costs most of a second, and an incremental build
-    renders a handful of recipes; so each recipe's slice is converted when a page asks for it. An
-    unknown recipe has no rows (``[]``), as with a ``defaultdict``. Sorting every row cost an edit
-    build ~0.15 s at 100,000 rows, so the first few recipes asked for are taken one by one and all
-    rows are sorted only once more are wanted. Arrow only (no DuckDB): the preview keeps this after
-    the build's connection is closed.
+    Converting every row to Python objects is slow, and an incremental build renders a handful of
+    recipes; so each recipe's slice is converted when a page asks for it. An unknown recipe has no
+    rows (``[]``), as with a ``defaultdict``. Sorting every row is not worth it for a few recipes, so
+    the first few asked for are taken one by one and all rows are sorted only once more are wanted.
+    Arrow only (no DuckDB): the preview keeps this after the build's connection is closed.
     """
 
     ONE_BY_ONE = 16
@@ -136,8 +135,8 @@ def _date_of(days: int) -> dt.date:
 
 
 def _to_dicts(table: pa.Table) -> list[dict[str, Any]]:
-    """``table.to_pylist()``, faster: Arrow makes a ``date`` object per cell slowly (half the cost),
-    so dates come through their day numbers, each distinct day made once."""
+    """``table.to_pylist()``, faster: Arrow makes a ``date`` object per cell slowly, so dates come
+    through their day numbers, each distinct day made once."""
     columns = []
     for column in table.columns:
         if column.type == pa.date32():
