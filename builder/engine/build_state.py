@@ -180,8 +180,6 @@ class State:
     files: int
     rows: int
     out_dir: OutStat | None = None
-    memo: dict[bytes, tuple[str, ...]] = field(default_factory=dict)
-    """Keys of :class:`builder.site.deps.Reuse` → the output files they produced."""
     glob: bytes = b""
     """The build's :func:`builder.engine.depindex.global_digest`."""
     dep_digests: dict[str, bytes | None] = field(default_factory=dict)

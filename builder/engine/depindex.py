@@ -11,6 +11,7 @@ from builder.engine.inputs import Inputs
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
+    from builder.engine.memo import Memo
 
 
 def digest_parts(*parts: bytes | str) -> bytes:
@@ -68,10 +69,7 @@ class DepIndex:
         self._changed = changed if changed is not None else set()
         self._rows_changed = any(key.startswith("data/rows/") for key in self._changed)
         self._recipes_changed = any(key.startswith("content/recipes/") for key in self._changed)
-        self.front: dict[str, bytes] = {}
-        for (rel, _digest), entry in cache.pages.items():
-            if (rel, _digest) in cache.used_pages:
-                self.front[rel] = entry.front_digest
+        self.front: dict[str, bytes] = dict(cache.front)
         self.rows_of: dict[str, list[bytes | str]] = {}
         for rel, row_entry in cache.rows.entries.items():
             for slug in row_entry.recipes:
@@ -185,25 +183,19 @@ KEPT = _Kept()
 
 
 class StageMemo:
-    """The engine's :class:`builder.site.deps.Reuse`: previous outputs by key, read back from the output."""
+    """The engine's :class:`builder.site.deps.Reuse`: the files an output stage made, kept in the
+    memo under ``("stage", key)`` and linked from the previous output while they are there."""
 
     def __init__(
-        self,
-        previous: dict[bytes, tuple[str, ...]],
-        usable: Callable[[str], bool],
-        out: Path,
-        glob: bytes,
-        deps_index: DepIndex | None,
+        self, memo: Memo, usable: Callable[[str], bool], out: Path, glob: bytes, deps_index: DepIndex
     ) -> None:
-        self.previous = previous
+        self.memo = memo
         self.usable = usable
         self.out = out
         self.glob = glob
         self.deps_index = deps_index
-        self.current: dict[bytes, tuple[str, ...]] = {}
 
     def key(self, name: str, *deps: str) -> bytes | None:
-        assert self.deps_index is not None, "dependency digests are known once the site is loaded"
         parts: list[bytes | str] = [name]
         for dep in deps:
             value = self.deps_index.digest(dep)
@@ -216,7 +208,7 @@ class StageMemo:
         if key is None:
             return None, None
         full = digest_parts(self.glob, key)
-        paths = self.previous.get(full)
+        paths: tuple[str, ...] | None = self.memo.get(("stage", full))
         if paths is None or not all(self.usable(p) for p in paths):
             return full, None
         # Not read: the files are linked from the previous output as they are (see KEPT).
@@ -230,7 +222,7 @@ class StageMemo:
         if files is None:
             files = compute()
         if full is not None:
-            self.current[full] = tuple(sorted(files))
+            self.memo.put(("stage", full), tuple(sorted(files)))
         return files
 
     def many(
@@ -249,7 +241,7 @@ class StageMemo:
                 out[name] = dict(computed[name])
         for name, full in fulls.items():
             if full is not None:
-                self.current[full] = tuple(sorted(out[name]))
+                self.memo.put(("stage", full), tuple(sorted(out[name])))
         return out
 
 

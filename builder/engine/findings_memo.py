@@ -29,6 +29,7 @@ from builder.analysis.findings import (
 )
 from builder.analysis.reconcile import Reconciliation, annotate, row_statuses
 from builder.analysis.run_groups import combinations
+from builder.engine.memo import Memo
 from builder.errors import Problems
 
 if TYPE_CHECKING:
@@ -103,48 +104,40 @@ def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes])
 
 
 class FindingsMemo:
-    """The findings of the previous build by recipe (``stored``, updated by :meth:`findings`), and
-    its row statuses (``kept_statuses``: at most one entry, by :func:`statuses_key`)."""
+    """Findings and row statuses kept in the engine's memo (:mod:`builder.engine.memo`): a recipe's
+    findings under ``("findings", its key)``, the statuses under ``("statuses", status_key)``."""
 
-    def __init__(
-        self,
-        stored: Stored,
-        keys: Mapping[str, bytes],
-        kept_statuses: dict[bytes, bytes] | None = None,
-        status_key: bytes | None = None,
-    ) -> None:
-        self.stored = stored
+    def __init__(self, memo: Memo, keys: Mapping[str, bytes], status_key: bytes | None = None) -> None:
+        self.memo = memo
         self.keys = keys
-        self.kept_statuses = kept_statuses if kept_statuses is not None else {}
         self.status_key = status_key
+        self.stored: Stored = {}
+        """This build's findings by recipe, as kept (key, pickled detached findings, how many)."""
         self.computed: set[str] = set()
         """Recipes whose findings the last :meth:`findings` call computed (the rest were restored)."""
         self._pending: tuple[Site, list[Finding], dict[str, bytes]] | None = None
 
     def statuses(self) -> tuple[list[RowStatus], np.ndarray] | None:
         """The last build's row statuses (kinds, kind of each row), when nothing they read changed."""
-        blob = self.kept_statuses.get(self.status_key) if self.status_key is not None else None
-        if blob is None:
+        if self.status_key is None:
             return None
-        try:
-            kinds, kind_of_row = pickle.loads(blob)
-        except Exception:  # noqa: BLE001 - unreadable: computed again
-            return None
-        return kinds, kind_of_row
+        kept: tuple[list[RowStatus], np.ndarray] | None = self.memo.get(("statuses", self.status_key))
+        return kept
 
     def keep_statuses(self, kinds: list[RowStatus], kind_of_row: np.ndarray) -> None:
-        self.kept_statuses.clear()
         if self.status_key is not None:
-            self.kept_statuses[self.status_key] = pickle.dumps((kinds, kind_of_row), pickle.HIGHEST_PROTOCOL)
+            self.memo.put(("statuses", self.status_key), (kinds, kind_of_row))
 
     def findings(self, site: Site, combos: Combinations | None) -> SiteFindings:
         """Every finding of the site, unannotated: computed now for the recipes whose key changed,
         restored when first asked for the others (:class:`SiteFindings`)."""
         slugs = sorted(site.recipes)
-        reusable = [
-            slug for slug in slugs if slug in self.stored and self.stored[slug][0] == self.keys.get(slug)
-        ]
-        kept = {slug: self.stored[slug] for slug in reusable}
+        kept: Stored = {}
+        for slug in slugs:
+            key = self.keys.get(slug)
+            found = self.memo.get(("findings", key)) if key is not None else None
+            if found is not None:
+                kept[slug] = (key, *found)
         missing = [slug for slug in slugs if slug not in kept]
         computed: dict[str, list[Finding]] = {slug: [] for slug in missing}
         fresh: list[Finding] = []
@@ -179,11 +172,15 @@ class FindingsMemo:
             return
         for slug, key in pending.items():
             found = detached[slug]
-            self.stored[slug] = (key, pickle.dumps(found, pickle.HIGHEST_PROTOCOL), len(found))
+            blob = pickle.dumps(found, pickle.HIGHEST_PROTOCOL)
+            self.stored[slug] = (key, blob, len(found))
+            self.memo.put(("findings", key), (blob, len(found)))
 
     def forget(self, slug: str) -> None:
         """Drop a recipe's kept findings (they could not be restored): the next build computes them."""
-        self.stored.pop(slug, None)
+        entry = self.stored.pop(slug, None)
+        if entry is not None:
+            self.memo.drop(("findings", entry[0]))
         self.computed.add(slug)
 
 

@@ -60,7 +60,6 @@ from builder.errors import BuildAborted, BuilderError, Problem
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
-    from builder.content.markdown import RenderedBody
     from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
     from builder.site.context import RenderContext
@@ -100,7 +99,6 @@ class IncrementalBuilder:
         self._record = Record(state_dir(config.root, config.out), persist=persist)
         self._state: State | None = None
         self._cache: LoadCache | None = None
-        self._markdown: dict[str, RenderedBody] | None = None
         self._cache_code: bytes | None = None
         """Builder code and toolchain the load cache was made with."""
 
@@ -182,9 +180,7 @@ class IncrementalBuilder:
         if loaded.problems.errors or loaded.recon is None:
             loaded.site.close_connection()
             return False
-        self._context = make_context(
-            loaded.site, loaded.recon, Markdown(self._markdown if self._markdown is not None else {})
-        )
+        self._context = make_context(loaded.site, loaded.recon, Markdown(cache.memo.values("markdown")))
         loaded.site.close_connection()
         return True
 
@@ -196,7 +192,6 @@ class IncrementalBuilder:
         self._context = None
         self._state = None
         self._cache = None
-        self._markdown = None
 
     # The build ------------------------------------------------------------------------------------
 
@@ -228,7 +223,7 @@ class IncrementalBuilder:
         restored = self._record.read()
         if restored is not None:
             self._state, self._cache = restored.state, restored.cache
-            self._markdown, self._cache_code = restored.markdown, restored.code
+            self._cache_code = restored.code
         state = self._state
         environment = environment_key(config, config.source_date_epoch)
         if state is not None and state.environment != environment:
@@ -280,13 +275,14 @@ class IncrementalBuilder:
             *(f"{k}\0".encode() + v for k, v in sorted(inputs.digests.items()) if k.startswith("@builder/")),
         )
         if self._cache_code != code:
-            self._cache, self._markdown, self._cache_code = None, None, code
+            self._cache, self._cache_code = None, code
             self._record.forget_blobs()
         cache = self._cache if self._cache is not None else LoadCache()
         self._cache = cache
         changed = inputs.changed(state.inputs) if state is not None else None
         reused = self._reuse_loaded(config, state, inputs, changed, cache)
         if not reused:
+            cache.front = {}
             cache.scanned = {
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
@@ -304,18 +300,13 @@ class IncrementalBuilder:
         glob = global_digest(inputs, environment)
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
-        memo = StageMemo(
-            state.memo if state is not None else {},
-            lambda p: p in previous and p not in damaged,
-            config.out,
-            glob,
-            None,
-        )
         deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
-        memo.deps_index = deps_index
+        memo = StageMemo(
+            cache.memo, lambda p: p in previous and p not in damaged, config.out, glob, deps_index
+        )
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
-        markdown = Markdown(self._markdown if self._markdown is not None else {})
+        markdown = Markdown(cache.memo.values("markdown"))
         out = config.out
         earlier = self._context if reused else None
         ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None)
@@ -338,9 +329,14 @@ class IncrementalBuilder:
             import_renderers(jobs[i][0] for i in pending)
         from builder.site import charts
 
-        charts.SPEC_TEMPLATES.update(cache.chart_specs)
+        for key in list(cache.memo.keys("chart-spec")):
+            spec = cache.memo.get(key)
+            if spec is not None:
+                charts.SPEC_TEMPLATES.setdefault((key[1], key[2]), spec)
         results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
-        cache.chart_specs = dict(charts.SPEC_TEMPLATES)
+        for (kind, quantity), spec in charts.SPEC_TEMPLATES.items():
+            if not cache.memo.use(("chart-spec", kind, quantity)):
+                cache.memo.put(("chart-spec", kind, quantity), spec)
         failed = [r for r in results if r.error is not None]
         if failed:
             raise_first(failed)
@@ -392,15 +388,12 @@ class IncrementalBuilder:
             len(new_records),
             rows,
             dir_stat(out),
-            memo.current,
             glob,
             deps_index.digests,
         )
         self._state = new_state
-        markdown_cache = {k: v for k, v in markdown.cache.items() if k in markdown.used}
-        self._markdown = markdown_cache
-        cache.prune()
-        self._record.save(new_state, cache, markdown_cache, self._cache_code)
+        cache.memo.keep_used("markdown", markdown.cache, markdown.used)
+        self._record.save(new_state, cache, self._cache_code)
         cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
         lap("save")
         site.close_connection()
@@ -437,10 +430,15 @@ class IncrementalBuilder:
         from builder.engine.pipeline import Loaded
         from builder.errors import Problems
 
-        # The content files are those the last load used: mark them used again, as a load would.
-        # Otherwise the front matter digests (DepIndex) read as unknown, re-rendering every page
-        # that lists recipes, and the cache's prune would forget every parse.
-        cache.used_pages.update(k for k in cache.pages if inputs.digests.get(k[0]) == k[1])
+        # What the last load and reconciliation kept is this build's too: used again, as a load
+        # would use it (a build keeps only what it used).
+        memo = cache.memo
+        for key in list(memo.keys("page")):
+            if inputs.digests.get(key[1]) == key[2]:
+                memo.use(key)
+        for findings_key in cache.recipe_keys.values():
+            memo.use(("findings", findings_key))
+        memo.use(("statuses", cache.status_key))
         site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
 

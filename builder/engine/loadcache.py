@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.data.load import PageEntry
 from builder.engine.inputs import digest_bytes
+from builder.engine.memo import Memo
 from builder.errors import Problem, Problems
 
 if TYPE_CHECKING:
@@ -69,20 +70,21 @@ class RowCache:
 
 @dataclass
 class LoadCache:
-    """Everything the load stage can reuse; owned by :class:`~builder.engine.incremental.IncrementalBuilder`."""
+    """What the load stage reuses, owned by :class:`~builder.engine.incremental.IncrementalBuilder`:
+    the rows table with each row file's entry, and the engine's memo (:mod:`builder.engine.memo`),
+    where each content file's parse is kept under ``("page", path, content hash)``."""
 
-    pages: dict[tuple[str, bytes], PageEntry] = field(default_factory=dict)
+    memo: Memo = field(default_factory=Memo)
     rows: RowCache = field(default_factory=RowCache)
     parsed_strings: dict[tuple[str, str], str | None] = field(default_factory=dict)
     """(column, flags or env string) → parse error or None."""
-    used_pages: set[tuple[str, bytes]] = field(default_factory=set)
-    findings: dict[str, tuple[bytes, bytes, int]] = field(default_factory=dict)
-    """Each recipe's findings of the last build, by its key (:mod:`builder.engine.findings_memo`)."""
-    statuses: dict[bytes, bytes] = field(default_factory=dict)
-    """The last build's row statuses, by :func:`builder.engine.findings_memo.statuses_key` (one entry)."""
-    chart_specs: dict[tuple[str, str], Any] = field(default_factory=dict)
-    """Chart spec templates (:data:`builder.site.charts.SPEC_TEMPLATES`): a function of the builder's
-    code alone, as the whole cache is (the engine drops it when the code changes)."""
+    front: dict[str, bytes] = field(default_factory=dict)
+    """Hash of each content file's front matter as this build loaded it (listing pages depend on
+    the front matter, not the body)."""
+    recipe_keys: dict[str, bytes] = field(default_factory=dict)
+    """Each recipe's findings key in the last build (:func:`builder.engine.findings_memo.recipe_keys`)."""
+    status_key: bytes | None = None
+    """The key the last build's row statuses were kept under."""
     scanned: dict[str, bytes] | None = None
     """Content hashes of the row files and content pages (by ``data/rows/…``, ``content/…`` path)
     from the build's own scan of its inputs, when it made one just before loading: the load then
@@ -92,7 +94,7 @@ class LoadCache:
     """Input files changed since the build that stored this cache, when the engine knows (set just
     before a load, consumed by it): findings keys of unchanged recipes are kept, not hashed."""
     unsettled: Callable[[], None] | None = None
-    """Stores what the last load computed but did not store yet into :attr:`findings`
+    """Stores what the last load computed but did not store yet into the memo
     (:meth:`builder.engine.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
 
     def settle(self) -> None:
@@ -102,24 +104,23 @@ class LoadCache:
             unsettled()
 
     def known_page(self, rel: str, digest: bytes) -> PageEntry | None:
-        """The cached load of a content file by its content hash (as :func:`builder.engine.inputs.scan_inputs`
+        """The load of a content file by its content hash (as :func:`builder.engine.inputs.scan_inputs`
         gives it), or None: the file is then read and loaded with :meth:`page`."""
-        key = (rel, digest)
-        entry = self.pages.get(key)
+        entry: PageEntry | None = self.memo.get(("page", rel, digest))
         if entry is not None:
-            self.used_pages.add(key)
+            self.front[rel] = entry.front_digest
         return entry
 
     def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
-        """The cached load of a content file, or ``load(problems)`` run now and remembered."""
-        key = (rel, digest_bytes(data))
-        self.used_pages.add(key)
-        entry = self.pages.get(key)
+        """The load of a content file, or ``load(problems)`` run now and kept."""
+        key = ("page", rel, digest_bytes(data))
+        entry: PageEntry | None = self.memo.get(key)
         if entry is None:
             local = Problems()
             page = load(local)
             entry = PageEntry(page, local.errors, digest_bytes(_front_matter(data)))
-            self.pages[key] = entry
+            self.memo.put(key, entry)
+        self.front[rel] = entry.front_digest
         return entry
 
     def load_rows(
@@ -133,11 +134,6 @@ class LoadCache:
     ) -> tuple[list[ParsedFile], pa.Table]:
         """:func:`load_rows` over this cache's rows."""
         return load_rows(files, connect, recipe_slugs, node_ids, problems, self.rows, scanned)
-
-    def prune(self) -> None:
-        """Forget pages no longer in the site, so the cache does not grow without bound."""
-        self.pages = {k: v for k, v in self.pages.items() if k in self.used_pages}
-        self.used_pages = set()
 
 
 def _front_matter(data: bytes) -> bytes:

@@ -1,15 +1,13 @@
-"""The load cache on disk: ``load.pickle`` and ``blobs.pickle``.
+"""The load cache on disk: ``load.pickle`` (the cache object) and ``blobs.pickle`` (its memo).
 
-``load.pickle`` holds the :class:`~builder.engine.loadcache.LoadCache` (findings, statuses, row files'
-entries); ``blobs.pickle`` every content page's parse and every rendered body, pickled one by one and
-kept by key, and named by ``load.pickle`` through its checksum. A row file changes the cache object
-but not the blobs: only ``load.pickle`` is written again. A ``blobs.pickle`` that is not the one
-``load.pickle`` names discards the cache.
+``blobs.pickle`` holds the engine's memo (:mod:`builder.engine.memo`) as stored: each entry pickled
+on its own, named by ``load.pickle`` through its checksum; ``rows.arrow`` holds the rows table. A row
+file changes the cache object but seldom the memo: only what changed is written again. A
+``blobs.pickle`` that is not the one ``load.pickle`` names discards the cache.
 """
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,38 +32,33 @@ Blobs = dict[Any, bytes]
 
 
 @dataclass
-class Base:
-    """What ``blobs.pickle`` on disk holds, and the signature of the cache object ``load.pickle``
-    holds."""
+class Stored:
+    """What the two files hold, as last read or written."""
 
     digest: bytes
     """Checksum of ``blobs.pickle``."""
+    blobs: Blobs
     signature: tuple[Any, ...]
-    pages: Blobs
-    bodies: Blobs
-    code: bytes | None
-    """The builder code the blobs were made by."""
+    """:func:`cache_signature` of the cache object in ``load.pickle``."""
 
 
 @dataclass
 class Loaded:
     cache: LoadCache
-    pages: Blobs
-    bodies: Blobs
+    blobs: Blobs
     rows_digest: bytes | None
     code: bytes | None
-    base: Base
+    stored: Stored
 
 
-def cache_signature(cache: LoadCache, code: bytes | None) -> tuple[Any, ...]:
-    """What the cache object holds besides the blobs, cheaply compared (not its memos of parsed
-    flags: missing ones are parsed again)."""
+def cache_signature(cache: LoadCache, rows_digest: bytes | None, code: bytes | None) -> tuple[Any, ...]:
+    """What the cache object holds besides its memo and rows table, cheaply compared."""
     return (
-        id(cache.rows.typed),
+        rows_digest,
         tuple(cache.rows.entries),
-        frozenset((slug, kept[0]) for slug, kept in cache.findings.items()),
-        frozenset(cache.statuses),
-        frozenset(cache.chart_specs),
+        tuple(sorted(cache.recipe_keys.items())),
+        cache.status_key,
+        tuple(sorted(cache.front.items())),
         code,
     )
 
@@ -87,58 +80,40 @@ def read(folder: Path) -> Loaded | None:
     kept = read_cache_checked(folder / BLOBS)
     if kept is None or kept[1] != named:
         raise CacheCorrupt("blobs.pickle is not the one load.pickle names")
-    (pages, bodies), digest = kept
-    if not isinstance(pages, dict) or not isinstance(bodies, dict):
+    blobs, digest = kept
+    if not isinstance(blobs, dict):
         raise CacheCorrupt("blobs.pickle holds something else")
-    return Loaded(cache, pages, bodies, rows_digest, code, Base(digest, (), pages, bodies, code))
+    stored = Stored(digest, blobs, cache_signature(cache, rows_digest, code))
+    return Loaded(cache, blobs, rows_digest, code, stored)
 
 
 def write(
     folder: Path,
     cache: LoadCache,
-    pages: Blobs,
-    bodies: Blobs,
+    blobs: Blobs,
     rows_digest: bytes | None,
     code: bytes | None,
-    base: Base | None,
-) -> Base:
-    """Store the load cache: ``blobs.pickle`` when the blobs changed, ``load.pickle`` when the cache
+    stored: Stored | None,
+) -> Stored:
+    """Store the load cache: ``blobs.pickle`` when the memo changed, ``load.pickle`` when the cache
     object changed or names new blobs. Returns what is on disk now.
 
-    ``cache`` is written without its pages and rows table (they are the blobs and ``rows.arrow``)."""
-    signature = cache_signature(cache, code)
-    if (
-        base is None
-        or base.code != code
-        or base.pages.keys() != pages.keys()
-        or base.bodies.keys() != bodies.keys()
-    ):
+    ``cache`` is written without its memo and rows table (they are ``blobs.pickle`` and ``rows.arrow``)."""
+    signature = cache_signature(cache, rows_digest, code)
+    named_anew = stored is None or stored.blobs.keys() != blobs.keys()
+    if named_anew:
         # Blobs first: a load.pickle written after names them (one torn in between names old ones).
-        base = Base(write_cache(folder / BLOBS, (pages, bodies)), (), pages, bodies, code)
-    if base.signature != signature:
+        stored = Stored(write_cache(folder / BLOBS, blobs), blobs, ())
+    assert stored is not None
+    if named_anew or stored.signature != signature:
+        memo, cache.memo = cache.memo, None  # type: ignore[assignment]
         typed, cache.rows.typed = cache.rows.typed, None
-        kept_pages, cache.pages = cache.pages, {}
         try:
-            write_cache(folder / BASE, (cache, rows_digest, code, base.digest))
+            write_cache(folder / BASE, (cache, rows_digest, code, stored.digest))
         finally:
-            cache.rows.typed, cache.pages = typed, kept_pages
-        base.signature = signature
-    return base
-
-
-def load_signature(cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> tuple[Any, ...]:
-    """What the load cache holds, cheaply compared: it is saved only when this changes (the cache
-    object's :func:`cache_signature` and which pages and bodies it keeps)."""
-    return (cache_signature(cache, code), frozenset(cache.pages), frozenset(markdown))
-
-
-def blobs(entries: dict[Any, Any], earlier: dict[Any, bytes]) -> dict[Any, bytes]:
-    """Each entry pickled, reusing ``earlier``'s bytes for a key it has (keys are content hashes:
-    an entry never changes under its key while the builder's code does not)."""
-    return {
-        key: earlier[key] if key in earlier else pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-        for key, value in entries.items()
-    }
+            cache.memo, cache.rows.typed = memo, typed
+        stored.signature = signature
+    return stored
 
 
 def write_rows(folder: Path, typed: Any) -> bytes:

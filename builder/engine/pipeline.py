@@ -83,14 +83,13 @@ def load_and_reconcile(
 
     entries = cache.rows.entries
     changed, cache.changed = cache.changed, None
-    earlier = {slug: kept[0] for slug, kept in cache.findings.items()}
+    earlier = cache.recipe_keys
     keys = recipe_keys(site, entries, earlier, changed)
     same = changed is not None and data_unchanged(changed) and keys == earlier
     # No row file and no recipe's key changed: the kept statuses' key is still theirs.
-    status_key = next(iter(cache.statuses)) if same and len(cache.statuses) == 1 else None
-    if status_key is None:
-        status_key = statuses_key(entries, keys)
-    memo = FindingsMemo(cache.findings, keys, cache.statuses, status_key)
+    status_key = cache.status_key if same and cache.status_key is not None else statuses_key(entries, keys)
+    cache.recipe_keys, cache.status_key = keys, status_key
+    memo = FindingsMemo(cache.memo, keys, status_key)
     recon = timings.measure("reconcile", lambda: reconcile_memoised(site, annotations, problems, memo))
     cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)

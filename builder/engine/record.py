@@ -2,15 +2,13 @@
 
 One folder per (site root, output folder), ``<root>/.cache/builder/incremental/<hash>/``:
 ``state.pickle`` (inputs and outputs, read by every build, :mod:`builder.engine.build_state`) and the load
-cache (``load.pickle``, ``blobs.pickle``, ``rows.arrow``: :mod:`builder.engine.loadstore`). What was read
-or last written is remembered here, so a save rewrites only what changed: an unchanged load cache
-is not written at all, a changed one writes only its new blobs and, when the rows changed, a new
-``rows.arrow``. Anything unreadable is discarded, and the build that finds it starts clean.
+cache (``load.pickle``, ``blobs.pickle`` with the engine's memo, ``rows.arrow``:
+:mod:`builder.engine.loadstore`). What was read or last written is remembered here, so a save rewrites
+only what changed. Anything unreadable is discarded, and the build that finds it starts clean.
 """
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +23,9 @@ from builder.engine.build_state import (
     read_mapped,
     write_cache,
 )
+from builder.engine.memo import Memo
 
 if TYPE_CHECKING:
-    from builder.content.markdown import RenderedBody
     from builder.engine.loadcache import LoadCache
 
 
@@ -37,8 +35,6 @@ class Restored:
 
     state: State
     cache: LoadCache
-    markdown: dict[str, RenderedBody]
-    """Rendered bodies by key (:attr:`builder.content.markdown.Markdown.cache`)."""
     code: bytes | None
     """Builder code and toolchain the load cache was made with."""
 
@@ -52,16 +48,10 @@ class Record:
         self.note: str | None = None
         """Why the record was discarded, when it was (the build report says so)."""
         self._read = False
-        # What load.pickle and rows.arrow hold now, so an unchanged load cache is not rewritten.
-        self._saved_load: tuple[Any, ...] | None = None
+        # What the files hold now, so that a save rewrites only what changed.
+        self._stored: loadstore.Stored | None = None
         self._saved_typed: Any = None
         self._saved_rows_digest: bytes | None = None
-        self._base: loadstore.Base | None = None
-        """``blobs.pickle`` as on disk."""
-        self._page_blobs: dict[Any, bytes] = {}
-        self._body_blobs: dict[Any, bytes] = {}
-        """Each kept parse and rendered body as last pickled, by its content key: a save pickles
-        only the new ones (pickling every page's models again cost ~0.1 s of an edit build)."""
 
     @property
     def spare(self) -> Path | None:
@@ -83,29 +73,20 @@ class Record:
             stored = loadstore.read(folder) if state is not None else None
             if state is None or stored is None:
                 return None
-            cache, code = stored.cache, stored.code
-            try:
-                cache.pages = {key: pickle.loads(blob) for key, blob in stored.pages.items()}
-                markdown = {key: pickle.loads(blob) for key, blob in stored.bodies.items()}
-            except Exception as exc:  # a checksum-valid file from a different code shape
-                raise CacheCorrupt(f"blobs.pickle cannot be loaded: {type(exc).__name__}") from None
-            self._page_blobs, self._body_blobs = stored.pages, stored.bodies
-            rows = folder / ROWS_TABLE
-            cache.rows.typed = _read_rows(rows, stored.rows_digest)
-            self._saved_load = loadstore.load_signature(cache, markdown, code)
-            stored.base.signature = self._saved_load[0]
-            self._base = stored.base
+            cache = stored.cache
+            cache.memo = Memo(stored.blobs)
+            cache.rows.typed = _read_rows(folder / ROWS_TABLE, stored.rows_digest)
+            self._stored = stored.stored
             self._saved_typed, self._saved_rows_digest = cache.rows.typed, stored.rows_digest
         except CacheCorrupt as exc:
             self.note = f"build cache discarded ({exc}); built from scratch"
             self.discard()
             return None
-        return Restored(state, cache, markdown, code)
+        return Restored(state, cache, stored.code)
 
     def forget_blobs(self) -> None:
-        """The builder's code changed: blobs made by other code are written anew, never amended."""
-        self._page_blobs, self._body_blobs = {}, {}
-        self._base = None
+        """The builder's code changed: what other code stored is written anew."""
+        self._stored = None
 
     def discard(self) -> None:
         for name in ("state.pickle", loadstore.BASE, loadstore.BLOBS, ROWS_TABLE):
@@ -124,31 +105,25 @@ class Record:
         except OSError:
             pass  # a cache that cannot be written only costs speed
 
-    def save(self, state: State, cache: LoadCache, markdown: dict[str, Any], code: bytes | None) -> None:
-        """Write the record; the load cache only when it changed (it is most of the bytes)."""
+    def save(self, state: State, cache: LoadCache, code: bytes | None) -> None:
+        """Write the record: the load cache's files only where they changed."""
         if not self.persist:
             return
         cache.settle()
+        blobs = cache.memo.settled()
         folder = self.folder
         try:
             folder.mkdir(parents=True, exist_ok=True)
             typed = cache.rows.typed
-            signature = loadstore.load_signature(cache, markdown, code)
-            if signature != self._saved_load:
-                rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
-                if typed is not None and rows_digest is None:
-                    rows_digest = loadstore.write_rows(folder, typed)
-                page_blobs = loadstore.blobs(cache.pages, self._page_blobs)
-                body_blobs = loadstore.blobs(markdown, self._body_blobs)
-                self._base = loadstore.write(
-                    folder, cache, page_blobs, body_blobs, rows_digest, code, self._base
-                )
-                self._page_blobs, self._body_blobs = page_blobs, body_blobs
-                self._saved_load, self._saved_typed, self._saved_rows_digest = signature, typed, rows_digest
+            rows_digest = self._saved_rows_digest if typed is self._saved_typed else None
+            if typed is not None and rows_digest is None:
+                rows_digest = loadstore.write_rows(folder, typed)
+            self._stored = loadstore.write(folder, cache, blobs, rows_digest, code, self._stored)
+            self._saved_typed, self._saved_rows_digest = typed, rows_digest
             # state.pickle last: it vouches for the others.
             write_cache(folder / "state.pickle", state)
         except OSError:
-            self._saved_load = self._base = None
+            self._stored = None
             self.discard()
 
 

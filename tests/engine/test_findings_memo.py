@@ -54,12 +54,26 @@ def clean(root: Path) -> list[tuple[Any, ...]]:
     return summary(load_and_reconcile(load_config(root)))
 
 
+def stored_findings(cache: LoadCache) -> dict[str, tuple[bytes, bytes, int]]:
+    """Each recipe's findings as the engine's memo keeps them: (key, pickled findings, count)."""
+    out = {}
+    for slug, key in cache.recipe_keys.items():
+        found = cache.memo.get(("findings", key))
+        if found is not None:
+            out[slug] = (key, *found)
+    return out
+
+
 def cached(root: Path, cache: LoadCache) -> tuple[list[tuple[Any, ...]], set[str]]:
     """The findings loaded with ``cache``, and the recipes whose findings were computed (not restored)."""
-    before = dict(cache.findings)
+    before = stored_findings(cache)
     result = summary(load_and_reconcile(load_config(root), cache=cache))
     cache.settle()  # as the engine does when it saves its record
-    computed = {slug for slug, blob in cache.findings.items() if before.get(slug) is not blob}
+    computed = {
+        slug
+        for slug, entry in stored_findings(cache).items()
+        if before.get(slug, (b"", b""))[1] is not entry[1]
+    }
     return result, computed
 
 
@@ -166,11 +180,11 @@ def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: 
     assert engine.build(None).ok
     # Falsify the kept findings of a recipe that has some, keeping its key: only a memo that is
     # used (control) or discarded (the point) can tell.
-    load_path = state_dir(site, out) / "load.pickle"
-    cache, *rest = read_cache(load_path)
-    key, *_ = cache.findings[SLUGS[0]]
-    cache.findings[SLUGS[0]] = (key, pickle.dumps([]), 0)
-    write_cache(load_path, (cache, *rest))
+    load_path, blobs_path = state_dir(site, out) / "load.pickle", state_dir(site, out) / "blobs.pickle"
+    cache, rows_digest, code, _named = read_cache(load_path)
+    blobs = read_cache(blobs_path)
+    blobs[("findings", cache.recipe_keys[SLUGS[0]])] = pickle.dumps((pickle.dumps([]), 0))
+    write_cache(load_path, (cache, rows_digest, code, write_cache(blobs_path, blobs)))
     post = next((site / "content" / "posts").glob("*.md"))
     expected = clean(site)
 
@@ -194,12 +208,12 @@ def test_computed_findings_are_stored_when_the_cache_settles(site: Path) -> None
     spent ≈ 0.2 s on it); a load whose record is never saved never pays for it."""
     cache = LoadCache()
     load_and_reconcile(load_config(site), cache=cache)
-    assert cache.findings == {} and cache.unsettled is not None
+    assert stored_findings(cache) == {} and cache.unsettled is not None
     cache.settle()
-    assert set(cache.findings) == set(SLUGS) and cache.unsettled is None
-    stored = dict(cache.findings)
+    assert set(stored_findings(cache)) == set(SLUGS) and cache.unsettled is None
+    stored = stored_findings(cache)
     cache.settle()  # once
-    assert cache.findings == stored
+    assert stored_findings(cache) == stored
 
 
 def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Path) -> None:
@@ -235,9 +249,7 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
     assert cache is not None
     loaded = load_and_reconcile(load_config(site))
     assert loaded.recon is not None
-    assert {slug: kept[0] for slug, kept in cache.findings.items()} == recipe_keys(
-        loaded.site, cache.rows.entries
-    )
+    assert cache.recipe_keys == recipe_keys(loaded.site, cache.rows.entries)
 
 
 def test_kept_findings_are_restored_only_for_the_recipes_asked_for(

@@ -323,7 +323,7 @@ def test_a_template_edit_in_the_preview_renders_only_the_pages_using_it(site: Pa
     assert engine.build(None).ok
     recipes = len(list((site / "content" / "recipes").glob("*.md")))
     assert engine._cache is not None
-    parsed = set(engine._cache.pages)
+    parsed = set(engine._cache.memo.keys("page"))
     template = site / "templates" / "recipe.html"
     text = template.read_text(encoding="utf-8")
     for i in range(2):
@@ -331,13 +331,13 @@ def test_a_template_edit_in_the_preview_renders_only_the_pages_using_it(site: Pa
         report = engine.build({template})
         assert report.ok, report.problems
         assert (report.rendered, len(report.written)) == (recipes, recipes), i
-        assert set(engine._cache.pages) == parsed, i
+        assert set(engine._cache.memo.keys("page")) == parsed, i
     # Back to a real load (a recipe edited): that recipe is parsed again, the others come from the cache.
     recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
     recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
     report = engine.build({recipe})
     assert report.ok and f"recipes/{recipe.stem}/index.html" in report.written
-    assert len(set(engine._cache.pages) - parsed) == 1
+    assert len(set(engine._cache.memo.keys("page")) - parsed) == 1
 
 
 def test_a_recipe_body_edit_opens_no_duckdb_connection(

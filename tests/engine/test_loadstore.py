@@ -38,20 +38,20 @@ def _build_fresh(root: Path, out: Path) -> None:
     assert report.ok, report.problems
 
 
-def test_a_change_of_the_cache_object_writes_load_pickle_alone(root: Path, tmp_path: Path) -> None:
-    """A row file changes the cache object (rows, findings keys, statuses), not the parsed pages and
-    bodies: load.pickle is written again, blobs.pickle is not, and the delta goes on."""
+def test_a_row_file_build_writes_the_cache_again_and_the_next_build_reads_it(
+    root: Path, tmp_path: Path
+) -> None:
+    """A row file changes the cache object (rows, findings keys, statuses): load.pickle is written
+    again, and names the blobs beside it."""
     out = tmp_path / "out"
     _build_fresh(root, out)
     folder = state_dir(root, out)
     before = (folder / loadstore.BASE).stat().st_ino
-    blobs = (folder / loadstore.BLOBS).stat().st_ino
     rows = next((root / "data/rows").rglob("*.csv"))
     lines = rows.read_text(encoding="utf-8").splitlines(keepends=True)
     rows.write_text("".join(lines + [lines[-1].replace("2026-01-02", "2026-01-03", 1)]), encoding="utf-8")
     _build_fresh(root, out)
     assert (folder / loadstore.BASE).stat().st_ino != before
-    assert (folder / loadstore.BLOBS).stat().st_ino == blobs
     build(load_config(root, tmp_path / "clean"), cache=False)
     assert _files(out) == _files(tmp_path / "clean")
     _edit(root, "Another synthetic edit.")  # read back: load.pickle names the blobs beside it
