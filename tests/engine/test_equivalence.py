@@ -38,8 +38,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from builder.config import SiteSettings, load_config
 from builder.content import models
 from builder.content.models import Annotation, CaseStudyMeta, Hardware, Node, PostMeta, RecipeMeta, Row
-from builder.engine.incremental import IncrementalBuilder
-from builder.engine.pipeline import build
+from builder.engine.incremental import IncrementalBuilder, build
 from builder.errors import BuildAborted, BuilderError
 from tests.conftest import REPO, synthetic_site, tree
 
