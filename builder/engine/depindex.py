@@ -214,9 +214,6 @@ class StageMemo:
         # Not read: the files are linked from the previous output as they are (see KEPT).
         return full, dict.fromkeys(paths, KEPT)
 
-    def kept(self, key: bytes | None) -> bool:
-        return self._earlier(key)[1] is not None
-
     def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
         full, files = self._earlier(key)
         if files is None:

@@ -110,10 +110,6 @@ class Reuse(Protocol):
         """The files of ``compute()``, or of an earlier build under ``key``."""
         ...
 
-    def kept(self, key: bytes | None) -> bool:
-        """Whether :meth:`__call__` with ``key`` will give an earlier build's files."""
-        ...
-
     def many(
         self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
     ) -> dict[str, Files]:
@@ -131,10 +127,6 @@ class NoReuse:
     def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
         del key
         return compute()
-
-    def kept(self, key: bytes | None) -> bool:
-        del key
-        return False
 
     def many(
         self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
