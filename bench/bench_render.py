@@ -82,7 +82,9 @@ def main() -> int:
 
     # Warm-up outside the timing: templates compiled and spec templates read once per process, as in
     # a build's workers.
-    warm = make_context(site, recon, Markdown(dict(markdown.cache)))
+    kept = Markdown()
+    kept.cache.update(markdown.cache)
+    warm = make_context(site, recon, kept)
     for slug in slugs[1::97]:
         render_recipe(warm, slug)
 

@@ -154,16 +154,15 @@ def _inline_text(token: Token) -> str:
 
 
 class Markdown:
-    """The one markdown parser of a build, with a digest-keyed cache of rendered bodies."""
+    """The one markdown parser of a build; each body is rendered once, by its content key."""
 
-    def __init__(self, cache: dict[str, RenderedBody] | None = None) -> None:
-        """``cache`` (digest → rendered body) may come from an earlier build: it is keyed by content."""
+    def __init__(self) -> None:
         self._parser: Any = None
         """Made when a body first needs rendering (:meth:`_md`): a build whose bodies all come from
-        the cache (a row file added) never imports markdown-it (a slow import, with its regexes)."""
-        self._cache: dict[str, RenderedBody] = {} if cache is None else cache
+        :meth:`remembered` never imports markdown-it (a slow import, with its regexes)."""
+        self._cache: dict[str, RenderedBody] = {}
         self.used: set[str] = set()
-        """Keys rendered or looked up by this build, so a kept cache can drop the rest."""
+        """Keys rendered or looked up by this build."""
         self._keys: dict[tuple[bool, str], str] = {}
 
     def _key(self, source: str | Document, faq: bool) -> str:
@@ -181,12 +180,17 @@ class Markdown:
         """A body rendered (a document's: keyed by what its parse worked out)."""
         key = self._key(source, faq)
         self.used.add(key)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        result = self._render(_body(source), faq)
-        self._cache[key] = result
-        return result
+        cached = self._cache.get(key) or self.remembered(key)
+        if cached is None:
+            cached = self._render(_body(source), faq)
+        self._cache[key] = cached
+        return cached
+
+    def remembered(self, key: str) -> RenderedBody | None:
+        """A body an earlier build rendered under ``key``: none here (the engine's subclass keeps
+        them, :class:`builder.engine.incremental.KeptMarkdown`)."""
+        del key
+        return None
 
     def prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> None:
         """Render every body not cached yet (a cold build needs every recipe body before its pages:
@@ -196,7 +200,7 @@ class Markdown:
 
     @property
     def cache(self) -> dict[str, RenderedBody]:
-        """Rendered bodies by digest of (mode, source)."""
+        """The bodies this process rendered or was given, by digest of (mode, source)."""
         return self._cache
 
     def _md(self) -> Any:

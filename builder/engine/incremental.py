@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from builder.content.markdown import Markdown, RenderedBody
 from builder.engine.build_state import (
     BuildReport,
     OutputRecord,
@@ -51,6 +52,7 @@ from builder.engine.build_state import (
 )
 from builder.engine.depindex import DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
 from builder.engine.inputs import Inputs, rescan_paths, scan_inputs
+from builder.engine.memo import Memo
 from builder.engine.page_reuse import Fingerprints, sort_jobs
 from builder.engine.pipeline import Timings
 from builder.engine.publish_plan import Fresh, apply, plan
@@ -63,6 +65,25 @@ if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
     from builder.site.context import RenderContext
+
+
+class KeptMarkdown(Markdown):
+    """The build's markdown, with the bodies earlier builds rendered kept in the engine's memo under
+    ``("markdown", key)``."""
+
+    def __init__(self, memo: Memo) -> None:
+        super().__init__()
+        self._memo = memo
+
+    def remembered(self, key: str) -> RenderedBody | None:
+        found: RenderedBody | None = self._memo.get(("markdown", key))
+        return found
+
+    def keep(self) -> None:
+        """Keep in the memo every body this build used (rendered here or by the render workers)."""
+        for key in self.used:
+            if not self._memo.use(("markdown", key)) and key in self.cache:
+                self._memo.put(("markdown", key), self.cache[key])
 
 
 class IncrementalBuilder:
@@ -169,7 +190,6 @@ class IncrementalBuilder:
             return True
         if self._state is None or not self.keep_context:
             return False
-        from builder.content.markdown import Markdown
         from builder.engine.loadcache import LoadCache
         from builder.engine.pipeline import load_and_reconcile
         from builder.site.render import make_context
@@ -180,7 +200,7 @@ class IncrementalBuilder:
         if loaded.problems.errors or loaded.recon is None:
             loaded.site.close_connection()
             return False
-        self._context = make_context(loaded.site, loaded.recon, Markdown(cache.memo.values("markdown")))
+        self._context = make_context(loaded.site, loaded.recon, KeptMarkdown(cache.memo))
         loaded.site.close_connection()
         return True
 
@@ -259,7 +279,6 @@ class IncrementalBuilder:
         seconds: dict[str, float],
         mark: float,
     ) -> BuildReport:
-        from builder.content.markdown import Markdown
         from builder.engine.loadcache import LoadCache
         from builder.engine.pipeline import load_and_reconcile, output_stages
 
@@ -306,7 +325,7 @@ class IncrementalBuilder:
         )
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
-        markdown = Markdown(cache.memo.values("markdown"))
+        markdown = KeptMarkdown(cache.memo)
         out = config.out
         earlier = self._context if reused else None
         ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None)
@@ -392,7 +411,7 @@ class IncrementalBuilder:
             deps_index.digests,
         )
         self._state = new_state
-        cache.memo.keep_used("markdown", markdown.cache, markdown.used)
+        markdown.keep()
         self._record.save(new_state, cache, self._cache_code)
         cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
         lap("save")

@@ -60,25 +60,6 @@ class Memo:
             return True
         return False
 
-    def values(self, step: str) -> dict[Any, Any]:
-        """Every value of ``step`` by the rest of its key (one-part keys), not marked used: for a
-        step that says afterwards which it used (:meth:`keep_used`)."""
-        out: dict[Any, Any] = {}
-        for key in list(self.keys(step)):
-            used = key in self._used
-            value = self.get(key)
-            if not used:
-                self._used.discard(key)
-            if value is not None:
-                out[key[1]] = value
-        return out
-
-    def keep_used(self, step: str, values: dict[Any, Any], used: set[Any]) -> None:
-        """Keep the entries ``(step, k)`` for ``k`` in ``used``, from ``values`` where new."""
-        for part in used:
-            if not self.use((step, part)) and part in values:
-                self.put((step, part), values[part])
-
     def drop(self, key: Key) -> None:
         """Forget an entry found wrong (it is made again)."""
         self._values.pop(key, None)
