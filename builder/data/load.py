@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -49,22 +49,22 @@ class PageEntry:
     """Hash of the front matter alone: listing pages depend on it, not on the body."""
 
 
-class LoadMemo(Protocol):
-    """What an engine that keeps earlier loads offers :func:`load_site`: each file's load by its
-    content hash (:class:`builder.engine.loadcache.LoadCache`). The site and the problems are the
-    same with it or without."""
+class SiteLoader:
+    """How :func:`load_site` gets each file's load: read and parsed now. The engine's subclass
+    (:class:`builder.engine.loadcache.LoadCache`) keeps each file's load by its content hash and
+    gives the same site and the same problems."""
 
-    scanned: dict[str, bytes] | None
-    """Content hashes of the row files and content pages from the engine's own scan of its inputs,
-    for this load only (then reset to None): a file known by its hash is not read."""
-    parsed_strings: dict[tuple[str, str], str | None]
-    """(column, flags or env string) → parse error or None."""
+    def begin(self) -> None:
+        """A load starts."""
 
-    def known_page(self, rel: str, digest: bytes) -> PageEntry | None:
-        """The load of a content file by its content hash, or None."""
+    def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
+        """The page of the content file ``rel`` (None when invalid), its problems in ``problems``."""
+        return parse(path.read_bytes(), problems)
 
-    def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
-        """The load of a content file, or ``load(problems)`` run now and remembered."""
+    def read_row_files_first(self) -> bool:
+        """Whether row files are read as they are found (else as they are parsed, which keeps only the
+        bytes needed later)."""
+        return False
 
     def load_rows(
         self,
@@ -73,9 +73,17 @@ class LoadMemo(Protocol):
         recipe_slugs: set[str],
         node_ids: set[str],
         problems: Problems,
-        scanned: Mapping[str, bytes] | None,
     ) -> tuple[list[ParsedFile], pa.Table]:
-        """Every row file's rows as a clean load gives them, reusing unchanged files' rows."""
+        """Every row file's rows, validated and typed, registered as the ``rows`` table."""
+        from builder.data.ingest import ingest_rows
+        from builder.data.rows import parse_row_files
+
+        parsed, raw = parse_row_files(list(files), problems)
+        return parsed, ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
+
+    def checked_strings(self) -> dict[tuple[str, str], str | None] | None:
+        """Flags and env strings checked already: (column, string) → problem or None."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -216,17 +224,12 @@ def _load_pages(
     model: type[M],
     problems: Problems,
     make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
+    loader: SiteLoader,
     known: set[str] | None = None,
-    cache: LoadMemo | None = None,
-    scanned: Mapping[str, bytes] | None = None,
 ) -> dict[str, Page[M]]:
     """Load ``content/<folder>/*.md``; ``known`` receives every slug, valid or not.
 
-    ``make(problems)`` gives the function that turns a validated document into its page. With a
-    ``cache``, a file whose bytes are unchanged is not parsed again: its page and problems return;
-    with ``scanned`` (content hashes by path, from the build's scan of its inputs) such a file is
-    not even read.
-    """
+    ``make(problems)`` gives the function that turns a validated document into its page."""
     directory = root / "content" / folder
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
@@ -245,18 +248,8 @@ def _load_pages(
                 f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
             )
             continue
-        digest = scanned.get(rel) if scanned is not None else None
-        entry = cache.known_page(rel, digest) if cache is not None and digest is not None else None
-        if entry is not None:
-            page = entry.page
-            problems.errors.extend(entry.errors)
-        elif cache is None:
-            page = _load_page(rel, slug, path.read_bytes(), model, problems, make=make)
-        else:
-            data = path.read_bytes()
-            entry = cache.page(rel, data, functools.partial(_load_page, rel, slug, data, model, make=make))
-            page = entry.page
-            problems.errors.extend(entry.errors)
+        parse = functools.partial(_parse_page, rel, slug, model, make)
+        page = loader.page(rel, path, parse, problems)
         if page is not None:
             pages[slug] = page
     for other in others:
@@ -305,6 +298,17 @@ def _load_page(
         pydantic_problems(exc, rel, doc.line_of, problems)
         return None
     return make(problems)(slug, doc, meta)
+
+
+def _parse_page(
+    rel: str,
+    slug: str,
+    model: type[M],
+    make: Callable[[Problems], Callable[[str, Document, M], Page[M]]],
+    data: bytes,
+    problems: Problems,
+) -> Page[M] | None:
+    return _load_page(rel, slug, data, model, problems, make=make)
 
 
 def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
@@ -395,15 +399,13 @@ class _Content:
     problems: Problems
 
 
-def _load_content(root: Path, cache: LoadMemo | None, scanned: Mapping[str, bytes] | None = None) -> _Content:
+def _load_content(root: Path, loader: SiteLoader) -> _Content:
     problems = Problems()
     recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
-        root, "recipes", RecipeMeta, problems, _make_recipe, cache=cache, scanned=scanned
+        root, "recipes", RecipeMeta, problems, _make_recipe, loader
     )
-    case_studies = _load_pages(
-        root, "case-studies", CaseStudyMeta, problems, _plain_page, cache=cache, scanned=scanned
-    )
-    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, cache=cache, scanned=scanned)
+    case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, loader)
+    posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, loader)
     return _Content(recipes, case_studies, posts, problems)
 
 
@@ -412,17 +414,19 @@ def load_site(
     problems: Problems,
     *,
     extra_row_files: list[RowFile] | None = None,
-    cache: LoadMemo | None = None,
+    loader: SiteLoader | None = None,
 ) -> Site:
     """Load and validate the whole site; every problem goes into ``problems``.
 
-    ``cache`` (kept by the incremental builder) lets unchanged files skip parsing and validation;
-    the site and the problems are the same either way.
+    ``loader`` says how each file's load is had (:class:`SiteLoader`: parsed now); the site and
+    the problems are the same whichever.
     """
     import pyarrow as pa
 
-    from builder.data.rows import discover_row_files, parse_row_files
+    from builder.data.rows import discover_row_files
 
+    loader = loader if loader is not None else SiteLoader()
+    loader.begin()
     root = config.root
     # Ids of entries that failed validation still count as known, so that one bad entry is reported
     # once rather than again on every row that references it.
@@ -437,14 +441,9 @@ def load_site(
     # Recipe slugs are file names: the rows are validated against them whatever the front matter says.
     names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
-    # Without a cache the files are read as they are parsed, and only the bytes needed later are kept.
-    scanned = cache.scanned if cache is not None else None
-    if cache is not None:
-        cache.scanned = None  # good for this load only
-    loaded = _load_content(root, cache, scanned)
+    loaded = _load_content(root, loader)
     row_problems = Problems()
-    read = cache is not None and scanned is None  # else read only when parsed
-    files = discover_row_files(root, read=read) + list(extra_row_files or [])
+    files = discover_row_files(root, read=loader.read_row_files_first()) + list(extra_row_files or [])
     con: duckdb.DuckDBPyConnection | None = None
 
     def connect() -> duckdb.DuckDBPyConnection:
@@ -455,16 +454,9 @@ def load_site(
             con = duckdb.connect()
         return con
 
-    if cache is None:
-        from builder.data.ingest import ingest_rows
-
-        parsed, raw = parse_row_files(files, row_problems)
-        rows = ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), row_problems)
-        del raw
-    else:
-        parsed, rows = cache.load_rows(files, connect, recipe_slugs, node_ids, row_problems, scanned)
-        if con is not None:
-            con.register("rows", rows)
+    parsed, rows = loader.load_rows(files, connect, recipe_slugs, node_ids, row_problems)
+    if con is not None:
+        con.register("rows", rows)
     recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
     # In the order a sequential load reports them: content first, then rows.
     for part in (loaded.problems, row_problems):
@@ -479,7 +471,7 @@ def load_site(
     pa.default_memory_pool().release_unused()
     site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
     _check_references(site, problems)
-    _check_row_strings(site, problems, cache.parsed_strings if cache is not None else None)
+    _check_row_strings(site, problems, loader.checked_strings())
     return site
 
 

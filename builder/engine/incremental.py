@@ -301,7 +301,6 @@ class IncrementalBuilder:
         changed = inputs.changed(state.inputs) if state is not None else None
         reused = self._reuse_loaded(config, state, inputs, changed, cache)
         if not reused:
-            cache.front = {}
             cache.scanned = {
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }

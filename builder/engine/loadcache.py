@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.data.load import PageEntry
+from builder.data.load import PageEntry, SiteLoader
 from builder.engine.inputs import digest_bytes
 from builder.engine.memo import Memo
 from builder.errors import Problem, Problems
@@ -69,7 +70,7 @@ class RowCache:
 
 
 @dataclass
-class LoadCache:
+class LoadCache(SiteLoader):
     """What the load stage reuses, owned by :class:`~builder.engine.incremental.IncrementalBuilder`:
     the rows table with each row file's entry, and the engine's memo (:mod:`builder.engine.memo`),
     where each content file's parse is kept under ``("page", path, content hash)``."""
@@ -93,35 +94,46 @@ class LoadCache:
     changed: set[str] | None = None
     """Input files changed since the build that stored this cache, when the engine knows (set just
     before a load, consumed by it): findings keys of unchanged recipes are kept, not hashed."""
+    _scanned: dict[str, bytes] | None = None
+    """:attr:`scanned` as the load under way took it."""
     unsettled: Callable[[], None] | None = None
     """Stores what the last load computed but did not store yet into the memo
     (:meth:`builder.engine.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
 
     def settle(self) -> None:
         """Complete the cache before it is saved (see :attr:`unsettled`)."""
+        self._scanned = None
         unsettled, self.unsettled = self.unsettled, None
         if unsettled is not None:
             unsettled()
 
-    def known_page(self, rel: str, digest: bytes) -> PageEntry | None:
-        """The load of a content file by its content hash (as :func:`builder.engine.inputs.scan_inputs`
-        gives it), or None: the file is then read and loaded with :meth:`page`."""
-        entry: PageEntry | None = self.memo.get(("page", rel, digest))
-        if entry is not None:
-            self.front[rel] = entry.front_digest
-        return entry
+    def begin(self) -> None:
+        self._scanned, self.scanned = self.scanned, None  # good for this load only
+        self.front = {}
 
-    def page(self, rel: str, data: bytes, load: Callable[[Problems], Any]) -> PageEntry:
-        """The load of a content file, or ``load(problems)`` run now and kept."""
-        key = ("page", rel, digest_bytes(data))
-        entry: PageEntry | None = self.memo.get(key)
+    def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
+        """The load of a content file from the memo (not even read when the build's scan hashed
+        it), or parsed now and kept under ``("page", rel, content hash)``."""
+        digest = (self._scanned or {}).get(rel)
+        entry: PageEntry | None = self.memo.get(("page", rel, digest)) if digest is not None else None
         if entry is None:
-            local = Problems()
-            page = load(local)
-            entry = PageEntry(page, local.errors, digest_bytes(_front_matter(data)))
-            self.memo.put(key, entry)
+            data = path.read_bytes()
+            key = ("page", rel, digest_bytes(data))
+            entry = self.memo.get(key)
+            if entry is None:
+                local = Problems()
+                page = parse(data, local)
+                entry = PageEntry(page, local.errors, digest_bytes(_front_matter(data)))
+                self.memo.put(key, entry)
         self.front[rel] = entry.front_digest
-        return entry
+        problems.errors.extend(entry.errors)
+        return entry.page
+
+    def read_row_files_first(self) -> bool:
+        return self._scanned is None
+
+    def checked_strings(self) -> dict[tuple[str, str], str | None]:
+        return self.parsed_strings
 
     def load_rows(
         self,
@@ -130,10 +142,9 @@ class LoadCache:
         recipe_slugs: set[str],
         node_ids: set[str],
         problems: Problems,
-        scanned: Mapping[str, bytes] | None,
     ) -> tuple[list[ParsedFile], pa.Table]:
         """:func:`load_rows` over this cache's rows."""
-        return load_rows(files, connect, recipe_slugs, node_ids, problems, self.rows, scanned)
+        return load_rows(files, connect, recipe_slugs, node_ids, problems, self.rows, self._scanned)
 
 
 def _front_matter(data: bytes) -> bytes:

@@ -53,7 +53,7 @@ def load_with_annotations(
     """The load stage: the site (possibly partial), every problem found, and the annotations."""
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems, cache=cache))
+    site: Site = timings.measure("load", lambda: load_site(config, problems, loader=cache))
     return site, problems, load_annotations(config.root, site.recipes, problems)
 
 

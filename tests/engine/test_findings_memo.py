@@ -222,7 +222,7 @@ def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Pat
     from builder.errors import Problems
 
     cache = LoadCache()
-    loaded = load_site(load_config(site), Problems(), cache=cache)
+    loaded = load_site(load_config(site), Problems(), loader=cache)
     entries = cache.rows.entries
     fresh = recipe_keys(loaded, entries)
     edited = loaded.recipes[SLUGS[1]].doc.rel

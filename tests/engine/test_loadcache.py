@@ -22,7 +22,7 @@ MULTILINE = (
 
 def _plain_and_lines(root: Path, cache: LoadCache | None) -> dict[str, tuple[bool, list[int]]]:
     problems = Problems()
-    site = load_site(load_config(root), problems, cache=cache)
+    site = load_site(load_config(root), problems, loader=cache)
     assert not problems.errors, problems.errors
     rows = site.rows.select(["file_id", "file_row"]).to_pylist()
     out: dict[str, tuple[bool, list[int]]] = {}
@@ -56,7 +56,7 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
     config = load_config(root)
     cache = LoadCache()
     problems = Problems()
-    first = load_site(config, problems, cache=cache)
+    first = load_site(config, problems, loader=cache)
     cache.memo.settled()  # as a save does
     assert len(first.recipes) == 3
     edited = first.recipes["tiny-2"]
@@ -72,7 +72,7 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", spy)
-    again = load_site(config, Problems(), cache=cache)
+    again = load_site(config, Problems(), loader=cache)
     assert read == [edited.doc.rel]
     assert again.recipes[edited.slug].doc.body.endswith("An edit.\n")
     assert {slug: r.meta for slug, r in again.recipes.items()} == {
