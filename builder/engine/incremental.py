@@ -11,9 +11,11 @@ returns the problems and leaves the previous output as it was. :meth:`Incrementa
 the same build raising them, as :func:`build` does.
 
 How a rebuild stays correct
-    Every input is known by its content hash (:mod:`builder.engine.inputs`). Loading reuses each
-    unchanged file's parse and validated rows (:mod:`builder.engine.loadcache`); reconciliation and the
-    render context are recomputed. Each page job may declare what it reads (:mod:`builder.site.deps`);
+    Every input is known by its content hash (:mod:`builder.engine.inputs`). What an earlier build
+    computed is kept in one memo under content keys (:mod:`builder.engine.memo`): each file's parse,
+    rendered bodies, each recipe's findings, row statuses, the files of output stages; the rows
+    table keeps each unchanged row file's validated rows (:mod:`builder.engine.loadcache`). The
+    render context is recomputed. Each page job may declare what it reads (:mod:`builder.site.deps`);
     its *fingerprint* is a hash of those inputs, of the templates it loaded last time (recorded while
     it rendered) and of everything global (the builder's code and toolchain, ``site.yaml``,
     ``data/*.yaml``, static assets, the build date). A page whose fingerprint and published file are
@@ -23,7 +25,7 @@ How a rebuild stays correct
 
 Where the record lives
     ``<root>/.cache/builder/incremental/<hash of the output path>/``: ``state.pickle`` (input and
-    output digests, small: read by every build) and ``load.pickle`` + ``blobs.pickle`` +
+    output digests, small: read by every build) and ``load.pickle`` + ``blobs.pickle`` (the memo) +
     ``rows.arrow`` (the load cache, :mod:`builder.engine.loadstore`), each with a checksum, read and written
     by :mod:`builder.engine.record`. Anything unreadable is discarded and the build starts clean.
 
