@@ -334,7 +334,15 @@ class IncrementalBuilder:
             from builder.engine.template_cache import template_cache
 
             ctx.env.bytecode_cache = template_cache(config.cache_dir, code)
-        jobs = page_jobs(ctx)
+        # What pages need of every body (the FAQ's questions, the search records' names) and the
+        # search stage's plan come from the same records: worked out once.
+        from builder.site.content_summary import summarize
+        from builder.site.faq import faq_entries
+        from builder.site.search import SearchPlan, page_records
+
+        entries = faq_entries(site, markdown)
+        search_plan = SearchPlan.of(page_records(site, markdown, entries))
+        jobs = page_jobs(ctx, summarize(site, markdown, search_plan, entries))
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
@@ -376,13 +384,20 @@ class IncrementalBuilder:
 
         files = OutputFiles(fresh, kept, out)
         in_place = not self.atomic and state is not None and not damaged and not extra
-        for name, stage in output_stages(site, ctx, memo):
-            produced = stage(files)
+        # The producers read the pages, never each other's files: they run side by side (Pagefind
+        # is a process of its own, and Arrow and DuckDB let go of the GIL while they write).
+        from concurrent.futures import ThreadPoolExecutor
+
+        producers = output_stages(site, ctx, memo, search_plan)
+        with ThreadPoolExecutor(max_workers=len(producers), thread_name_prefix="stage") as pool:
+            running = [(name, pool.submit(stage, files)) for name, stage in producers]
+            made_by_stage = [(name, future.result()) for name, future in running]
+        for _name, produced in made_by_stage:
             for path in produced:
                 if path in fresh or path in kept:
                     raise BuilderError(f"two producers write {path}", "<builder>")
             fresh.update(produced)
-            lap(name)
+        lap("output")
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
         published = plan(made, records, previous, damaged, out_prefix)

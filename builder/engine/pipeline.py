@@ -17,6 +17,7 @@ from builder.site.deps import Reuse, no_reuse
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
     from builder.site.context import RenderContext
+    from builder.site.search import SearchPlan
 
 
 @dataclass
@@ -98,21 +99,25 @@ def load_and_reconcile(
 Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
 
 
-def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> list[tuple[str, Stage]]:
-    """Producers of output files that read the rendered pages, in order, after the page jobs.
+def output_stages(
+    site: Site, ctx: RenderContext, reuse: Reuse = no_reuse, plan: SearchPlan | None = None
+) -> list[tuple[str, Stage]]:
+    """Producers of output files that read the rendered pages, after the page jobs.
 
-    Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
-    a producer here, not in :func:`build`, so incremental builds run it too; an expensive one can
-    memoise its files across builds with ``reuse`` (see :class:`builder.site.deps.Reuse`).
+    Each gets the files of the pages and assets and returns new ones; they read none of each
+    other's. Add a producer here, not in :func:`build`, so incremental builds run it too; an
+    expensive one can memoise its files across builds with ``reuse`` (see
+    :class:`builder.site.deps.Reuse`). ``plan``: the search records' plan, when the caller made it.
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
     from builder.site.faq import faq_entries
-    from builder.site.search import SearchPlan, page_records, search_files
+    from builder.site.search import SearchPlan as Plan
+    from builder.site.search import page_records, search_files
     from builder.site.toolkit import reader_files
 
     def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
-        plan = SearchPlan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
-        return search_files(site, ctx.markdown, files, reuse, plan)
+        made = plan or Plan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
+        return search_files(site, ctx.markdown, files, reuse, made)
 
     return [
         ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),

@@ -33,7 +33,7 @@ def test_verbose_adds_one_timing_line_naming_each_stage(make_site: MakeSite) -> 
     assert report.startswith("built ") and report.endswith(f"into {root / 'site'}")
     assert TIMING.match(timing), timing
     stages = re.findall(r"([a-z]+) \d+\.\d\ds", timing.split(" | ")[0])
-    assert stages[:5] == ["scan", "load", "prepare", "render", "data"]
+    assert stages[:5] == ["scan", "load", "prepare", "render", "output"]
     assert stages[-2:] == ["write", "save"]
     seconds = [float(s) for s in re.findall(r" (\d+\.\d\d)s", timing)]
     assert abs(sum(seconds[:-1]) - seconds[-1]) <= 0.01 * len(seconds)  # the total is the stages' sum

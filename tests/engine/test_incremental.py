@@ -590,9 +590,12 @@ def test_an_edit_build_reads_only_the_changed_content_file(
     parsed: list[str] = []
     real_page = LoadCache.page
 
-    def page(self: LoadCache, rel: str, data: bytes, load: Any) -> Any:
-        parsed.append(rel)
-        return real_page(self, rel, data, load)
+    def page(self: LoadCache, rel: str, path: Path, parse: Any, problems: Any) -> Any:
+        def counted(data: bytes, found: Any) -> Any:
+            parsed.append(rel)
+            return parse(data, found)
+
+        return real_page(self, rel, path, counted, problems)
 
     monkeypatch.setattr(LoadCache, "page", page)
     engine = IncrementalBuilder(load_config(site, out), workers=1)
