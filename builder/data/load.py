@@ -54,12 +54,16 @@ class SiteLoader:
     (:class:`builder.engine.loadcache.LoadCache`) keeps each file's load by its content hash and
     gives the same site and the same problems."""
 
-    def begin(self) -> None:
-        """A load starts."""
+    def begin(self, root: Path) -> None:
+        """A load of the site at ``root`` starts."""
 
     def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
         """The page of the content file ``rel`` (None when invalid), its problems in ``problems``."""
         return parse(path.read_bytes(), problems)
+
+    def load_content(self, root: Path) -> Content:
+        """Every content page (after the rows: see :func:`load_site`)."""
+        return load_content(root, self)
 
     def read_row_files_first(self) -> bool:
         """Whether row files are read as they are found (else as they are parsed, which keeps only the
@@ -390,8 +394,8 @@ def _check_row_strings(
 
 
 @dataclass
-class _Content:
-    """Every content page, as :func:`_load_content` loads them."""
+class Content:
+    """Every content page, as :func:`load_content` loads them, with their problems."""
 
     recipes: dict[str, Recipe]
     case_studies: dict[str, CaseStudy]
@@ -399,14 +403,14 @@ class _Content:
     problems: Problems
 
 
-def _load_content(root: Path, loader: SiteLoader) -> _Content:
+def load_content(root: Path, loader: SiteLoader) -> Content:
     problems = Problems()
     recipes: dict[str, Recipe] = _load_pages(  # type: ignore[assignment]
         root, "recipes", RecipeMeta, problems, _make_recipe, loader
     )
     case_studies = _load_pages(root, "case-studies", CaseStudyMeta, problems, _plain_page, loader)
     posts = _load_pages(root, "posts", PostMeta, problems, _plain_page, loader)
-    return _Content(recipes, case_studies, posts, problems)
+    return Content(recipes, case_studies, posts, problems)
 
 
 def load_site(
@@ -426,7 +430,7 @@ def load_site(
     from builder.data.rows import discover_row_files
 
     loader = loader if loader is not None else SiteLoader()
-    loader.begin()
+    loader.begin(config.root)
     root = config.root
     # Ids of entries that failed validation still count as known, so that one bad entry is reported
     # once rather than again on every row that references it.
@@ -441,7 +445,6 @@ def load_site(
     # Recipe slugs are file names: the rows are validated against them whatever the front matter says.
     names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
-    loaded = _load_content(root, loader)
     row_problems = Problems()
     files = discover_row_files(root, read=loader.read_row_files_first()) + list(extra_row_files or [])
     con: duckdb.DuckDBPyConnection | None = None
@@ -457,6 +460,9 @@ def load_site(
     parsed, rows = loader.load_rows(files, connect, recipe_slugs, node_ids, row_problems)
     if con is not None:
         con.register("rows", rows)
+    # The rows are validated against the recipes' file names, not their front matter: the content
+    # can load after them (or beside them, in a loader that forks: engine/check.py).
+    loaded = loader.load_content(root)
     recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
     # In the order a sequential load reports them: content first, then rows.
     for part in (loaded.problems, row_problems):

@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -15,7 +16,7 @@ from builder.analysis.annotations import LocatedAnnotation, attach_annotations
 from builder.analysis.findings import Finding, find_non_reproduction
 from builder.analysis.run_groups import Combinations, combinations
 from builder.config import SiteConfig
-from builder.data.load import Site
+from builder.data.load import Content, Site, SiteLoader, load_content
 from builder.engine.forked import Forked
 from builder.engine.pipeline import load_with_annotations
 from builder.errors import Problem, Problems
@@ -77,13 +78,34 @@ def brief(finding: Finding) -> dict[str, Any]:
     }
 
 
+FORK_PAGES = 200
+"""Recipes from which ``check`` loads the content pages in a forked child while it loads the rows."""
+
+
+class ForkedContent(SiteLoader):
+    """``check``'s loader: on a big site the content pages are parsed in a forked child while this
+    process loads the rows (parsing front matter and rows both hold the GIL)."""
+
+    def __init__(self) -> None:
+        self._child: Forked[Content] | None = None
+
+    def begin(self, root: Path) -> None:
+        recipes = root / "content" / "recipes"
+        if recipes.is_dir() and sum(1 for _ in recipes.glob("*.md")) >= FORK_PAGES:
+            self._child = Forked(partial(load_content, root, SiteLoader()))
+
+    def load_content(self, root: Path) -> Content:
+        child, self._child = self._child, None
+        return child.result() if child is not None else load_content(root, self)
+
+
 def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -> CheckReport:
     """Load and validate everything and find the findings (on every core for a big site).
 
     ``full``: each finding as ``as_json()`` (the ``--format json`` contract); otherwise only
     what :func:`brief` keeps.
     """
-    site, problems, annotations = load_with_annotations(config)
+    site, problems, annotations = load_with_annotations(config, cache=ForkedContent())
     stats = {
         "rows": site.rows.num_rows,
         "row_files": len(site.row_files),

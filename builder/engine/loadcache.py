@@ -107,7 +107,7 @@ class LoadCache(SiteLoader):
         if unsettled is not None:
             unsettled()
 
-    def begin(self) -> None:
+    def begin(self, root: Path) -> None:
         self._scanned, self.scanned = self.scanned, None  # good for this load only
         self.front = {}
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from builder.analysis.annotations import LocatedAnnotation, load_annotations
 from builder.analysis.reconcile import Reconciliation, reconcile_rows
 from builder.config import SiteConfig
-from builder.data.load import Site, load_site
+from builder.data.load import Site, SiteLoader, load_site
 from builder.errors import BuildAborted, Problems
 from builder.site.deps import Reuse, no_reuse
 
@@ -49,9 +49,10 @@ class Loaded:
 
 
 def load_with_annotations(
-    config: SiteConfig, timings: Timings | None = None, *, cache: LoadCache | None = None
+    config: SiteConfig, timings: Timings | None = None, *, cache: SiteLoader | None = None
 ) -> tuple[Site, Problems, list[LocatedAnnotation]]:
-    """The load stage: the site (possibly partial), every problem found, and the annotations."""
+    """The load stage: the site (possibly partial), every problem found, and the annotations.
+    ``cache``: how each file's load is had (:class:`builder.data.load.SiteLoader`)."""
     timings = timings or Timings()
     problems = Problems()
     site: Site = timings.measure("load", lambda: load_site(config, problems, loader=cache))

@@ -4,6 +4,8 @@ started ahead (as ``check`` does on big sites) changes nothing printed."""
 
 from __future__ import annotations
 
+import pytest
+
 from builder.commands.report import format_findings, format_github
 from builder.config import load_config
 from builder.engine.check import check_site
@@ -62,3 +64,20 @@ def test_counted_words() -> None:
         "1 row",
         "2 case studies",
     ]
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_content_parsed_in_a_child_gives_the_same_report(
+    make_site: MakeSite, monkeypatch: pytest.MonkeyPatch, broken: bool
+) -> None:
+    """A big site's content pages are parsed in a forked child while the rows load: the same
+    stats, problems (in the same order) and findings as one process."""
+    import builder.engine.check
+
+    extra = {"content/posts/bad.md": "---\ntitle: [unclosed\n---\nBody.\n"} if broken else {}
+    root = make_site(site_files(ROWS, **extra))
+    monkeypatch.setattr(builder.engine.check, "FORK_PAGES", 10**9)
+    alone = check_site(load_config(root)).as_json()
+    monkeypatch.setattr(builder.engine.check, "FORK_PAGES", 0)
+    assert check_site(load_config(root)).as_json() == alone
+    assert alone["errors" if broken else "findings"]
