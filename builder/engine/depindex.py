@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -240,27 +240,3 @@ class StageMemo:
             if full is not None:
                 self.memo.put(("stage", full), tuple(sorted(out[name])))
         return out
-
-
-class OutputFiles(Mapping[str, bytes]):
-    """Every output file of this build: fresh bytes, or the previous file read when asked for."""
-
-    def __init__(self, fresh: dict[str, bytes], kept: Mapping[str, str | Path], out: Path) -> None:
-        self.fresh = fresh
-        self.kept = kept
-        self.out = out
-
-    def __getitem__(self, key: str) -> bytes:
-        data = self.fresh.get(key)
-        if data is not None and data is not KEPT:
-            return data
-        return Path(self.kept[key] if data is None else self.out / key).read_bytes()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted({*self.fresh, *self.kept}))
-
-    def __len__(self) -> int:
-        return len(self.fresh.keys() | self.kept.keys())
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.fresh or key in self.kept

@@ -52,7 +52,7 @@ from builder.engine.build_state import (
     output_changes,
     state_dir,
 )
-from builder.engine.depindex import DepIndex, OutputFiles, StageMemo, digest_parts, global_digest
+from builder.engine.depindex import DepIndex, StageMemo, digest_parts, global_digest
 from builder.engine.inputs import Inputs, rescan_paths, scan_inputs
 from builder.engine.memo import Memo
 from builder.engine.page_reuse import Fingerprints, sort_jobs
@@ -353,46 +353,54 @@ class IncrementalBuilder:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
-        if workers > 1 and len(pending) > 1:
-            import_renderers(jobs[i][0] for i in pending)
         from builder.site import charts
 
         for key in list(cache.memo.keys("chart-spec")):
             spec = cache.memo.get(key)
             if spec is not None:
                 charts.SPEC_TEMPLATES.setdefault((key[1], key[2]), spec)
-        results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
-        for (kind, quantity), spec in charts.SPEC_TEMPLATES.items():
-            if not cache.memo.use(("chart-spec", kind, quantity)):
-                cache.memo.put(("chart-spec", kind, quantity), spec)
-        failed = [r for r in results if r.error is not None]
-        if failed:
-            raise_first(failed)
-        made = Fresh(dict(ctx.assets.files))
-        fresh = made.files
-        for result in results:
-            path, job = jobs[result.index]
-            assert result.data is not None
-            fresh[path] = result.data
-            made.digests[path] = result.digest
-            deps = declared(job)
-            made.templates[path] = result.templates
-            made.fingerprints[path] = prints.of(path, deps, result.templates) if deps is not None else None
-            if deps is not None:
-                made.deps[path] = deps
-        lap("render")
-
-        files = OutputFiles(fresh, kept, out)
-        in_place = not self.atomic and state is not None and not damaged and not extra
-        # The producers read the pages, never each other's files: they run side by side (Pagefind
-        # is a process of its own, and Arrow and DuckDB let go of the GIL while they write).
+        forks = workers > 1 and len(pending) > 1
+        if forks:
+            import_renderers(jobs[i][0] for i in pending)
+        # The output stages read the paths of the pages, not the pages: when the pages render in this
+        # process they run beside it, on threads (Pagefind is a process of its own, and Arrow and
+        # DuckDB let go of the GIL while they write); render workers are forked first, as a child
+        # must not inherit a thread inside Arrow or DuckDB.
         from concurrent.futures import ThreadPoolExecutor
 
+        paths = sorted({*ctx.assets.files, *(path for path, _ in jobs)})
         producers = output_stages(site, ctx, memo, search_plan)
-        with ThreadPoolExecutor(max_workers=len(producers), thread_name_prefix="stage") as pool:
-            running = [(name, pool.submit(stage, files)) for name, stage in producers]
-            made_by_stage = [(name, future.result()) for name, future in running]
-        for _name, produced in made_by_stage:
+        pool = ThreadPoolExecutor(max_workers=len(producers), thread_name_prefix="stage")
+        running = [] if forks else [pool.submit(stage, paths) for _, stage in producers]
+        try:
+            results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
+            running = running or [pool.submit(stage, paths) for _, stage in producers]
+            for (kind, quantity), spec in charts.SPEC_TEMPLATES.items():
+                if not cache.memo.use(("chart-spec", kind, quantity)):
+                    cache.memo.put(("chart-spec", kind, quantity), spec)
+            failed = [r for r in results if r.error is not None]
+            if failed:
+                raise_first(failed)
+            made = Fresh(dict(ctx.assets.files))
+            fresh = made.files
+            for result in results:
+                path, job = jobs[result.index]
+                assert result.data is not None
+                fresh[path] = result.data
+                made.digests[path] = result.digest
+                deps = declared(job)
+                made.templates[path] = result.templates
+                made.fingerprints[path] = (
+                    prints.of(path, deps, result.templates) if deps is not None else None
+                )
+                if deps is not None:
+                    made.deps[path] = deps
+            lap("render")
+            produced_by_stages = [future.result() for future in running]
+        finally:
+            pool.shutdown(wait=True)
+        in_place = not self.atomic and state is not None and not damaged and not extra
+        for produced in produced_by_stages:
             for path in produced:
                 if path in fresh or path in kept:
                     raise BuilderError(f"two producers write {path}", "<builder>")

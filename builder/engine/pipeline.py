@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +97,8 @@ def load_and_reconcile(
     return Loaded(site, problems, recon)
 
 
-Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
+Stage = Callable[[Collection[str]], dict[str, bytes]]
+"""A producer of output files: given the path of every page and asset, it returns new files."""
 
 
 def output_stages(
@@ -105,8 +106,8 @@ def output_stages(
 ) -> list[tuple[str, Stage]]:
     """Producers of output files that read the rendered pages, after the page jobs.
 
-    Each gets the files of the pages and assets and returns new ones; they read none of each
-    other's. Add a producer here, not in :func:`build`, so incremental builds run it too; an
+    Each gets the path of every page and asset and returns new files; they read no page and none
+    of each other's files, so the engine may run them beside the render. Add a producer here, not in :func:`build`, so incremental builds run it too; an
     expensive one can memoise its files across builds with ``reuse`` (see
     :class:`builder.site.deps.Reuse`). ``plan``: the search records' plan, when the caller made it.
     """
@@ -116,7 +117,7 @@ def output_stages(
     from builder.site.search import page_records, search_files
     from builder.site.toolkit import reader_files
 
-    def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    def search(files: Collection[str]) -> dict[str, bytes]:
         made = plan or Plan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
         return search_files(site, ctx.markdown, files, reuse, made)
 

@@ -291,7 +291,9 @@ def recipe_documents(
 
 def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     base = site.config.settings.base_url
-    counts = dict(site.con.execute("SELECT recipe, count(*) FROM rows GROUP BY recipe").fetchall())
+    # From the Arrow rows, not DuckDB: the output stages may run beside the render, which queries it.
+    tally = pc.value_counts(site.rows.column("recipe")) if site.rows.num_rows else []
+    counts = {item["values"].as_py(): item["counts"].as_py() for item in tally}
     findings = {slug: pair[0] for slug, pair in recon.finding_counts_by_recipe().items()}
     recipes = []
     for slug in sorted(site.recipes):

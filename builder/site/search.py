@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -272,7 +272,7 @@ class SearchPlan:
 def search_files(
     site: Site,
     markdown: Markdown,
-    rendered: Mapping[str, bytes],
+    rendered: Collection[str],
     reuse: Reuse = no_reuse,
     plan: SearchPlan | None = None,
 ) -> dict[str, bytes]:

@@ -7,7 +7,7 @@ atomic write; returns ``{output path: bytes}`` like :func:`builder.site.render.r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection
 
 from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import Markdown
@@ -22,7 +22,7 @@ def reader_files(
     site: Site,
     recon: Reconciliation,
     markdown: Markdown,
-    rendered: Mapping[str, bytes],
+    rendered: Collection[str],
     reuse: Reuse = no_reuse,
 ) -> dict[str, bytes]:
     """Feeds, robots, sitemap and downloads."""
