@@ -301,9 +301,7 @@ class IncrementalBuilder:
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
         deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
-        memo = StageMemo(
-            cache.memo, lambda p: p in previous and p not in damaged, config.out, glob, deps_index
-        )
+        memo = StageMemo(cache.memo, lambda p: p in previous and p not in damaged, glob, deps_index)
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
         markdown = Markdown(cache.memo.values("markdown"))
@@ -356,8 +354,8 @@ class IncrementalBuilder:
 
         files = OutputFiles(fresh, kept, out)
         in_place = not self.atomic and state is not None and not damaged and not extra
-        for name, stage in output_stages(site, ctx, memo):
-            produced = stage(files)
+        for name, stage in output_stages(site, ctx):
+            produced = memo(stage(files))
             for path in produced:
                 if path in fresh or path in kept:
                     raise BuilderError(f"two producers write {path}", "<builder>")

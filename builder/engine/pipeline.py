@@ -12,7 +12,7 @@ from builder.analysis.reconcile import Reconciliation, reconcile_rows
 from builder.config import SiteConfig
 from builder.data.load import Site, load_site
 from builder.errors import BuildAborted, Problems
-from builder.site.deps import Reuse, no_reuse
+from builder.site.deps import Batch, Unit
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
@@ -95,29 +95,26 @@ def load_and_reconcile(
     return Loaded(site, problems, recon)
 
 
-Stage = Callable[[Mapping[str, bytes]], dict[str, bytes]]
+Stage = Callable[[Mapping[str, bytes]], list[Unit | Batch]]
 
 
-def output_stages(site: Site, ctx: RenderContext, reuse: Reuse = no_reuse) -> list[tuple[str, Stage]]:
+def output_stages(site: Site, ctx: RenderContext) -> list[tuple[str, Stage]]:
     """Producers of output files that read the rendered pages, in order, after the page jobs.
 
-    Each gets every file produced so far (pages, assets, earlier stages) and returns new ones. Add
-    a producer here, not in :func:`build`, so incremental builds run it too; an expensive one can
-    memoise its files across builds with ``reuse`` (see :class:`builder.site.deps.Reuse`).
+    Each gets every file produced so far (pages, assets, earlier stages) and declares the units it
+    makes (:mod:`builder.site.deps`); the engine makes those whose inputs changed. Add a producer
+    here, not in :func:`build`, so incremental builds run it too.
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
     from builder.site.faq import faq_entries
-    from builder.site.search import SearchPlan, page_records, search_files
-    from builder.site.toolkit import reader_files
+    from builder.site.search import SearchPlan, page_records, search_units
+    from builder.site.toolkit import reader_units
 
-    def search(files: Mapping[str, bytes]) -> dict[str, bytes]:
+    def search(_: Mapping[str, bytes]) -> list[Unit | Batch]:  # the records come from content, not pages
         plan = SearchPlan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
-        return search_files(site, ctx.markdown, files, reuse, plan)
+        return search_units(plan)
 
-    return [
-        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
-        ("search", search),
-    ]
+    return [("data", lambda files: reader_units(site, ctx.recon, ctx.markdown, files)), ("search", search)]
 
 
 def abort(problems: Problems) -> BuildAborted:
