@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from builder.engine.inputs import Inputs
+from builder.site.deps import Batch, Unit
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
@@ -183,60 +183,47 @@ KEPT = _Kept()
 
 
 class StageMemo:
-    """The engine's :class:`builder.site.deps.Reuse`: the files an output stage made, kept in the
-    memo under ``("stage", key)`` and linked from the previous output while they are there."""
+    """Makes the output units a stage declares (:mod:`builder.site.deps`), in order. A unit whose key
+    (its name, the digests of what it reads, its digest and the global digest) the previous build
+    also had gets that build's files back: their paths are kept in the memo under ``("stage", key)``
+    and the files are linked from the previous output while they are there. The others are made,
+    a batch's in one call."""
 
-    def __init__(
-        self, memo: Memo, usable: Callable[[str], bool], out: Path, glob: bytes, deps_index: DepIndex
-    ) -> None:
+    def __init__(self, memo: Memo, usable: Callable[[str], bool], glob: bytes, deps_index: DepIndex) -> None:
         self.memo = memo
         self.usable = usable
-        self.out = out
         self.glob = glob
         self.deps_index = deps_index
 
-    def key(self, name: str, *deps: str) -> bytes | None:
-        parts: list[bytes | str] = [name]
-        for dep in deps:
+    def key(self, name: str, reads: tuple[str, ...] | None, digest: bytes) -> bytes | None:
+        """None (made on every build) when the reads are not declared or one is unknown."""
+        if reads is None:
+            return None
+        parts: list[bytes | str] = [self.glob, name, digest]
+        for dep in reads:
             value = self.deps_index.digest(dep)
             if value is None:
                 return None
             parts += [dep, value]
         return digest_parts(*parts)
 
-    def _earlier(self, key: bytes | None) -> tuple[bytes | None, dict[str, bytes] | None]:
-        if key is None:
-            return None, None
-        full = digest_parts(self.glob, key)
-        paths: tuple[str, ...] | None = self.memo.get(("stage", full))
-        if paths is None or not all(self.usable(p) for p in paths):
-            return full, None
-        # Not read: the files are linked from the previous output as they are (see KEPT).
-        return full, dict.fromkeys(paths, KEPT)
-
-    def __call__(self, key: bytes | None, compute: Callable[[], dict[str, bytes]]) -> dict[str, bytes]:
-        full, files = self._earlier(key)
-        if files is None:
-            files = compute()
-        if full is not None:
-            self.memo.put(("stage", full), tuple(sorted(files)))
-        return files
-
-    def many(
-        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, dict[str, bytes]]]
-    ) -> dict[str, dict[str, bytes]]:
-        out: dict[str, dict[str, bytes]] = {}
-        fulls: dict[str, bytes | None] = {}
-        for name, key in keys.items():
-            fulls[name], files = self._earlier(key)
-            if files is not None:
-                out[name] = files
-        missing = set(keys) - set(out)
-        if missing:
-            computed = compute(missing)
-            for name in missing:
-                out[name] = dict(computed[name])
-        for name, full in fulls.items():
-            if full is not None:
-                self.memo.put(("stage", full), tuple(sorted(out[name])))
+    def __call__(self, units: Iterable[Unit | Batch]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for unit in units:
+            batch = unit.batch() if isinstance(unit, Unit) else unit
+            keys = {name: self.key(name, *how) for name, how in batch.keys.items()}
+            made: dict[str, dict[str, bytes]] = {}
+            for name, key in keys.items():
+                paths: tuple[str, ...] | None = None if key is None else self.memo.get(("stage", key))
+                if paths is not None and all(self.usable(p) for p in paths):
+                    made[name] = dict.fromkeys(paths, KEPT)  # not read: linked as they are (see KEPT)
+            missing = set(keys) - set(made)
+            if missing:
+                computed = batch.make(missing)
+                made.update({name: computed[name] for name in missing})
+            for name in sorted(made):
+                key = keys[name]
+                if key is not None:
+                    self.memo.put(("stage", key), tuple(sorted(made[name])))
+                out.update(made[name])
         return out

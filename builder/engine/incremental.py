@@ -282,7 +282,7 @@ class IncrementalBuilder:
         mark: float,
     ) -> BuildReport:
         from builder.engine.loadcache import LoadCache
-        from builder.engine.pipeline import load_and_reconcile, output_stages
+        from builder.engine.pipeline import Stage, load_and_reconcile, output_stages
 
         def lap(name: str) -> None:
             nonlocal mark
@@ -321,9 +321,7 @@ class IncrementalBuilder:
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
         deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
-        memo = StageMemo(
-            cache.memo, lambda p: p in previous and p not in damaged, config.out, glob, deps_index
-        )
+        memo = StageMemo(cache.memo, lambda p: p in previous and p not in damaged, glob, deps_index)
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
         markdown = KeptMarkdown(cache.memo)
@@ -369,12 +367,16 @@ class IncrementalBuilder:
         from concurrent.futures import ThreadPoolExecutor
 
         paths = sorted({*ctx.assets.files, *(path for path, _ in jobs)})
-        producers = output_stages(site, ctx, memo, search_plan)
+        producers = output_stages(site, ctx, search_plan)
+
+        def make(stage: Stage) -> dict[str, bytes]:
+            return memo(stage(paths))
+
         pool = ThreadPoolExecutor(max_workers=len(producers), thread_name_prefix="stage")
-        running = [] if forks else [pool.submit(stage, paths) for _, stage in producers]
+        running = [] if forks else [pool.submit(make, stage) for _, stage in producers]
         try:
             results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
-            running = running or [pool.submit(stage, paths) for _, stage in producers]
+            running = running or [pool.submit(make, stage) for _, stage in producers]
             for (kind, quantity), spec in charts.SPEC_TEMPLATES.items():
                 if not cache.memo.use(("chart-spec", kind, quantity)):
                     cache.memo.put(("chart-spec", kind, quantity), spec)

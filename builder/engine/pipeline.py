@@ -12,7 +12,7 @@ from builder.analysis.reconcile import Reconciliation, reconcile_rows
 from builder.config import SiteConfig
 from builder.data.load import Site, SiteLoader, load_site
 from builder.errors import BuildAborted, Problems
-from builder.site.deps import Reuse, no_reuse
+from builder.site.deps import Batch, Unit
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
@@ -97,34 +97,31 @@ def load_and_reconcile(
     return Loaded(site, problems, recon)
 
 
-Stage = Callable[[Collection[str]], dict[str, bytes]]
-"""A producer of output files: given the path of every page and asset, it returns new files."""
+Stage = Callable[[Collection[str]], list[Unit | Batch]]
+"""A producer of output files: given the path of every page and asset, it declares the units it
+makes (:mod:`builder.site.deps`)."""
 
 
-def output_stages(
-    site: Site, ctx: RenderContext, reuse: Reuse = no_reuse, plan: SearchPlan | None = None
-) -> list[tuple[str, Stage]]:
-    """Producers of output files that read the rendered pages, after the page jobs.
+def output_stages(site: Site, ctx: RenderContext, plan: SearchPlan | None = None) -> list[tuple[str, Stage]]:
+    """Producers of output files that read the rendered pages' paths, after the page jobs.
 
-    Each gets the path of every page and asset and returns new files; they read no page and none
-    of each other's files, so the engine may run them beside the render. Add a producer here, not in :func:`build`, so incremental builds run it too; an
-    expensive one can memoise its files across builds with ``reuse`` (see
-    :class:`builder.site.deps.Reuse`). ``plan``: the search records' plan, when the caller made it.
+    Each gets the path of every page and asset and declares the units it makes; the engine makes
+    those whose inputs changed. They read no page and none of each other's files, so the engine
+    may run them beside the render. Add a producer here, not in :func:`build`, so incremental
+    builds run it too. ``plan``: the search records' plan, when the caller made it.
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
     from builder.site.faq import faq_entries
     from builder.site.search import SearchPlan as Plan
-    from builder.site.search import page_records, search_files
-    from builder.site.toolkit import reader_files
+    from builder.site.search import page_records, search_units
+    from builder.site.toolkit import reader_units
 
-    def search(files: Collection[str]) -> dict[str, bytes]:
-        made = plan or Plan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
-        return search_files(site, ctx.markdown, files, reuse, made)
+    def search(_: Collection[str]) -> list[Unit | Batch]:  # the records come from content, not pages
+        return search_units(
+            plan or Plan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
+        )
 
-    return [
-        ("data", lambda files: reader_files(site, ctx.recon, ctx.markdown, files, reuse)),
-        ("search", search),
-    ]
+    return [("data", lambda files: reader_units(site, ctx.recon, ctx.markdown, files)), ("search", search)]
 
 
 def abort(problems: Problems) -> BuildAborted:

@@ -12,6 +12,9 @@ recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing 
 stale page, which ``tests/engine/test_incremental.py`` and ``tests/engine/test_equivalence.py`` are
 there to catch.
 
+Output stages (feeds, downloads, search) declare their files the same way, as units (:class:`Unit`,
+:class:`Batch`): the engine makes a unit again only when what it reads changed.
+
 The vocabulary:
 
 ``recipe:<slug>``
@@ -39,7 +42,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 RECIPES = "recipes"
 MODELS = "models"
@@ -93,46 +95,28 @@ def declared(render: Callable[[], bytes]) -> tuple[str, ...] | None:
 Files = dict[str, bytes]
 
 
-class Reuse(Protocol):
-    """Memoisation of expensive producers of output files across builds.
+@dataclass(frozen=True)
+class Batch:
+    """Output units made together: ``make(names)`` makes the files of every name asked for in one
+    computation (they share its work). ``keys`` gives what each name's files are made from: the
+    dependencies it reads (the vocabulary above; None: not declared, made on every build) and a
+    digest of anything else it reads, worked out by the site."""
 
-    A *key* is a hash of everything the files are made from. :meth:`key` makes one from dependency
-    names of the vocabulary above (the builder adds its global inputs); a producer may also hash
-    what it reads itself. With a key seen in the previous build, the files that build produced are
-    read back from its output instead of being computed. A ``None`` key means "always compute".
-    """
-
-    def key(self, name: str, *deps: str) -> bytes | None:
-        """A key for ``name`` made from the digests of ``deps``; None when one is unknown."""
-        ...
-
-    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
-        """The files of ``compute()``, or of an earlier build under ``key``."""
-        ...
-
-    def many(
-        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
-    ) -> dict[str, Files]:
-        """Per name: earlier files under its key, else from one ``compute(missing names)`` call."""
-        ...
+    keys: Mapping[str, tuple[tuple[str, ...] | None, bytes]]
+    make: Callable[[set[str]], Mapping[str, Files]]
 
 
-class NoReuse:
-    """The :class:`Reuse` of a build without a previous one: everything is computed."""
+@dataclass(frozen=True)
+class Unit:
+    """Output files made by ``make()`` from what ``reads`` names and ``digest`` (as in :class:`Batch`).
 
-    def key(self, name: str, *deps: str) -> bytes | None:
-        del name, deps
-        return None
+    An output stage declares its units; the engine makes those whose inputs changed and keeps the
+    others' files from the previous build."""
 
-    def __call__(self, key: bytes | None, compute: Callable[[], Files]) -> Files:
-        del key
-        return compute()
+    name: str
+    reads: tuple[str, ...] | None
+    digest: bytes
+    make: Callable[[], Files]
 
-    def many(
-        self, keys: Mapping[str, bytes | None], compute: Callable[[set[str]], Mapping[str, Files]]
-    ) -> dict[str, Files]:
-        computed = compute(set(keys))
-        return {name: dict(computed[name]) for name in keys}
-
-
-no_reuse = NoReuse()
+    def batch(self) -> Batch:
+        return Batch({self.name: (self.reads, self.digest)}, lambda names: {self.name: self.make()})

@@ -39,7 +39,7 @@ from builder.data.load import Site
 from builder.site import deps
 from builder.site.arrowjson import json_array_pieces
 from builder.site.context import PageJob, RenderContext
-from builder.site.deps import Reuse, no_reuse
+from builder.site.deps import Batch, Files, Unit
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
@@ -53,8 +53,6 @@ DUCKDB_FILE = "data/recipes.duckdb"
 API_INDEX = "api/index.json"
 STATUS_COLUMNS = ("status", "differences", "unrecorded", "source_file", "source_line")
 EXPORT_COLUMNS = (*ROW_COLUMNS, *STATUS_COLUMNS)
-
-Output = dict[str, bytes]
 
 
 def recipe_api_path(slug: str) -> str:
@@ -324,37 +322,18 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
-def site_wide_key(reuse: Reuse) -> bytes | None:
-    """The key the site-wide downloads are kept under between builds."""
-    return reuse.key("downloads", deps.ROWS, deps.RECIPES)
+def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> list[Unit | Batch]:
+    """Every download and API file, as units.
 
-
-def download_files(
-    site: Site,
-    recon: Reconciliation,
-    markdown: Markdown,
-    reuse: Reuse = no_reuse,
-) -> Output:
-    """Every download and API file, ``{output path: bytes}``.
-
-    The site-wide files depend on every row and every recipe's front matter; a recipe's document
-    on that recipe (file and rows) and the case studies. With ``reuse``, what did not change comes
-    back from the previous build. The site-wide files and the recipes' documents are made from
-    one export table.
+    The site-wide files read every row and every recipe's front matter; a recipe's document that
+    recipe (file and rows) and the case studies. When the site-wide files are made (first), the
+    documents are made from their export table; else from an export of the recipes asked for.
     """
-    keys = {slug: reuse.key(f"api:{slug}", deps.recipe(slug), deps.CASE_STUDIES) for slug in site.recipes}
-    per_recipe: dict[str, Output] = {}
-    export: list[Export] = []
+    made: list[Export] = []
 
-    def documents(missing: set[str]) -> dict[str, Output]:
-        docs = recipe_documents(site, recon, markdown, missing, export[0] if export else None)
-        return {slug: {recipe_api_path(slug): doc} for slug, doc in docs.items()}
-
-    def site_wide() -> Output:
-        made = export_table(site, recon, None)
-        export.append(made)
-        per_recipe.update(reuse.many(keys, documents))
-        table = made.table
+    def site_wide() -> Files:
+        made.append(export_table(site, recon, None))
+        table = made[0].table
         database = duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
         return {
             ROWS_CSV: rows_csv(table),
@@ -363,12 +342,13 @@ def download_files(
             API_INDEX: _json(api_index(site, recon)),
         }
 
-    out: Output = dict(reuse(site_wide_key(reuse), site_wide))
-    if not export:  # the site-wide files were reused: only documents are left to make
-        per_recipe.update(reuse.many(keys, documents))
-    for slug in sorted(per_recipe):
-        out.update(per_recipe[slug])
-    return out
+    def documents(names: set[str]) -> dict[str, Files]:
+        slugs = {name.removeprefix("api:") for name in names}
+        docs = recipe_documents(site, recon, markdown, slugs, made[0] if made else None)
+        return {f"api:{slug}": {recipe_api_path(slug): doc} for slug, doc in docs.items()}
+
+    keys = {f"api:{slug}": ((deps.recipe(slug), deps.CASE_STUDIES), b"") for slug in site.recipes}
+    return [Unit("downloads", (deps.ROWS, deps.RECIPES), b"", site_wide), Batch(keys, documents)]
 
 
 # Columns the build adds, and row fields whose export differs from the row file's spelling.

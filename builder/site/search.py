@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -28,7 +28,7 @@ from builder.data.load import Site
 from builder.errors import SearchIndexError
 from builder.site import deps
 from builder.site.context import ContentSummary, PageJob, RenderContext
-from builder.site.deps import Reuse, no_reuse
+from builder.site.deps import Batch, Unit
 from builder.site.faq import FaqEntry, faq_entries
 from builder.site.jsonscript import dumps_compact_for_script
 from builder.site.pagefind_service import IndexOptions, index_sets
@@ -269,55 +269,32 @@ class SearchPlan:
         return sorted((p for p in self.shards if p != BUNDLE_DIR), key=lambda p: int(p.rsplit("/", 1)[1]))
 
 
-def search_files(
-    site: Site,
-    markdown: Markdown,
-    rendered: Collection[str],
-    reuse: Reuse = no_reuse,
-    plan: SearchPlan | None = None,
-) -> dict[str, bytes]:
-    """The Pagefind bundle(s) and the file-system fallback, all from the same records.
+FALLBACK = "fallback"
+
+
+def search_units(plan: SearchPlan) -> list[Unit | Batch]:
+    """The Pagefind bundle of each shard and the file-system fallback, all from the plan's records.
 
     Pagefind indexes one small stand-in page per record (its title, kind, text and the URL it stands
     for), not the rendered pages: rendered recipe pages are mostly tables and charts the index leaves
     out anyway, and parsing them would be most of Pagefind's work. A shard's bundle is a pure
-    function of its records, so a shard whose records did not change is reused.
+    function of its records, so it is keyed by them, not by its stand-in pages: those are only made
+    for shards to index (the builder's code, hence how stand-ins are made, is part of every key).
     """
-    del rendered  # the records come from content; kept for callers that pass the pages
-    if plan is None:
-        plan = SearchPlan.of(page_records(site, markdown))
-    records, shards = plan.records, plan.shards
-    # Keyed by the records, not their stand-in pages: those are only made for shards to index (the
-    # builder's code, hence how stand-ins are made, is part of every key).
-    keys: dict[str, bytes | None] = {
-        prefix: f"pagefind\0{prefix}\0{digest}".encode() for prefix, digest in plan.digests.items()
-    }
-    bundles: dict[str, dict[str, bytes]] = {}
-    indexed: list[bool] = []
+    keys = {prefix: ((), digest.encode()) for prefix, digest in plan.digests.items()}
+    keys[FALLBACK] = ((), plan.digest.encode())
 
-    def index_shards() -> None:
-        indexed.append(True)
-        bundles.update(
-            reuse.many(keys, lambda missing: _pagefind_many({p: stand_ins(shards[p]) for p in missing}))
-        )
+    def index(prefixes: set[str]) -> dict[str, dict[str, bytes]]:
+        return _pagefind_many({prefix: stand_ins(plan.shards[prefix]) for prefix in prefixes})
 
-    digest, path = plan.digest, plan.fallback
-
-    def fallback() -> dict[str, bytes]:
-        # The records changed, so some shard is indexed again: Pagefind runs (in its own processes)
-        # while this thread writes the fallback.
+    def make(names: set[str]) -> dict[str, dict[str, bytes]]:
+        # Pagefind runs (in its own processes) while this thread writes the fallback.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="search") as pool:
-            job = pool.submit(index_shards)
-            script = fallback_script(records)
-            job.result()
-        return {path: script}
+            bundles = pool.submit(index, names - {FALLBACK})
+            made = {FALLBACK: {plan.fallback: fallback_script(plan.records)}} if FALLBACK in names else {}
+            return made | bundles.result()
 
-    files = dict(reuse(b"fallback\0" + digest.encode(), fallback))
-    if not indexed:
-        index_shards()
-    for prefix in sorted(bundles):
-        files.update(bundles[prefix])
-    return files
+    return [Batch(keys, make)]
 
 
 def stand_ins(records: list[SearchRecord]) -> dict[str, bytes]:

@@ -1,7 +1,7 @@
 """The reader's toolkit beside the pages: feeds, sitemap, robots.txt, downloads and the JSON API.
 
 Runs after rendering (the sitemap lists every rendered page) and before the search index and the
-atomic write; returns ``{output path: bytes}`` like :func:`builder.site.render.render_site`.
+atomic write; declares its files as units (:mod:`builder.site.deps`) for the engine to make.
 """
 
 from __future__ import annotations
@@ -13,28 +13,31 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import Markdown
 from builder.data.load import Site
 from builder.site import deps
-from builder.site.deps import Reuse, no_reuse
-from builder.site.downloads import download_files
+from builder.site.deps import Batch, Files, Unit
+from builder.site.downloads import download_units
 from builder.site.feeds import NEWS_FEED, content_dates, news_feed, robots_txt, sitemap
 
 
-def reader_files(
-    site: Site,
-    recon: Reconciliation,
-    markdown: Markdown,
-    rendered: Collection[str],
-    reuse: Reuse = no_reuse,
-) -> dict[str, bytes]:
+def reader_units(
+    site: Site, recon: Reconciliation, markdown: Markdown, rendered: Collection[str]
+) -> list[Unit | Batch]:
     """Feeds, robots, sitemap and downloads."""
     base_url = site.config.settings.base_url
-    bodies = {slug: markdown.render(post.doc).html for slug, post in site.posts.items()}
-    out = {NEWS_FEED: news_feed(site, bodies), "robots.txt": robots_txt(base_url)}
+
+    def feeds() -> Files:
+        bodies = {slug: markdown.render(post.doc).html for slug, post in site.posts.items()}
+        return {NEWS_FEED: news_feed(site, bodies), "robots.txt": robots_txt(base_url)}
+
     # The sitemap lists every page with its date (front matter, newest row): kept while neither the
     # pages nor those change, so an edit build does not scan the dates of every row.
-    key = reuse.key("sitemap", deps.ROWS, deps.RECIPES, deps.CASE_STUDIES, deps.POSTS)
-    if key is not None:
-        pages = "\0".join(sorted(path for path in rendered if path.endswith(".html")))
-        key += hashlib.blake2b(pages.encode(), digest_size=16).digest()
-    out.update(reuse(key, lambda: {"sitemap.xml": sitemap(base_url, rendered, content_dates(site))}))
-    out.update(download_files(site, recon, markdown, reuse))
-    return out
+    pages = "\0".join(sorted(path for path in rendered if path.endswith(".html")))
+    return [
+        Unit("feeds", None, b"", feeds),
+        Unit(
+            "sitemap",
+            (deps.ROWS, deps.RECIPES, deps.CASE_STUDIES, deps.POSTS),
+            hashlib.blake2b(pages.encode(), digest_size=16).digest(),
+            lambda: {"sitemap.xml": sitemap(base_url, rendered, content_dates(site))},
+        ),
+        *download_units(site, recon, markdown),
+    ]

@@ -363,6 +363,37 @@ def test_a_recipe_body_edit_opens_no_duckdb_connection(
     assert opened != []
 
 
+def test_an_edit_indexes_again_only_the_search_shard_of_its_page(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from builder.site import search
+
+    monkeypatch.setattr(search, "SHARD_PAGES", 1)  # the small site gets several shards
+    indexed: list[set[str]] = []
+    real = search._pagefind_many
+
+    def spy(shards: dict[str, dict[str, bytes]]) -> dict[str, dict[str, bytes]]:
+        indexed.append(set(shards))
+        return real(shards)
+
+    monkeypatch.setattr(search, "_pagefind_many", spy)
+    out = tmp_path / "out"
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    assert len(indexed) == 1 and len(indexed[0]) > 1
+    indexed.clear()
+    recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and len(indexed) == 1 and len(indexed[0]) == 1
+    (shard,) = indexed[0]
+    assert any(path.startswith(f"{shard}/") for path in report.written)
+    # New rows change no search record: nothing is indexed again.
+    indexed.clear()
+    generate.add_row_file(site, 0, "2026-04-01", rows=6, seed=11)
+    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
+    assert indexed == []
+
+
 def test_dependencies_no_changed_input_reaches_keep_their_digests(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
