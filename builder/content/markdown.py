@@ -192,6 +192,29 @@ class Markdown:
         del key
         return None
 
+    def missing(self, bodies: Iterable[str | Document], *, faq: bool = False) -> dict[str, str]:
+        """The bodies neither rendered nor remembered yet, by key, for a caller that renders them
+        elsewhere (:meth:`render_body`) and hands them back (:meth:`add`)."""
+        out: dict[str, str] = {}
+        for source in bodies:
+            key = self._key(source, faq)
+            if key in out or key in self._cache:
+                continue
+            found = self.remembered(key)
+            if found is not None:
+                self._cache[key] = found
+            else:
+                out[key] = _body(source)
+        return out
+
+    def render_body(self, body: str, faq: bool) -> RenderedBody:
+        """One body rendered, nothing kept (see :meth:`missing`)."""
+        return self._render(body, faq)
+
+    def add(self, rendered: dict[str, RenderedBody]) -> None:
+        """Bodies rendered elsewhere, by key."""
+        self._cache.update(rendered)
+
     def prerender(self, bodies: Iterable[str | Document], *, faq: bool = False) -> None:
         """Render every body not cached yet (a cold build needs every recipe body before its pages:
         the FAQ index counts questions)."""

@@ -36,6 +36,7 @@ reuse of earlier outputs (:mod:`builder.engine.depindex`), rendering in worker p
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ from builder.engine.page_reuse import Fingerprints, sort_jobs
 from builder.engine.pipeline import Timings
 from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
-from builder.engine.render_pool import Progress, raise_first, render_jobs, worker_count
+from builder.engine.render_pool import Progress, map_in_workers, raise_first, render_jobs, worker_count
 from builder.errors import BuildAborted, BuilderError, Problem
 
 if TYPE_CHECKING:
@@ -67,6 +68,11 @@ if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
     from builder.site.context import RenderContext
+
+
+def _render_body(markdown: Markdown, item: tuple[str, str]) -> tuple[str, RenderedBody]:
+    key, body = item
+    return key, markdown.render_body(body, faq=True)
 
 
 class KeptMarkdown(Markdown):
@@ -338,6 +344,15 @@ class IncrementalBuilder:
         from builder.site.faq import faq_entries
         from builder.site.search import SearchPlan, page_records
 
+        # Every recipe body is needed before the pages (the FAQ counts questions): those no build
+        # rendered yet (all of them, in a first build) render in forked workers.
+        todo = list(
+            markdown.missing((site.recipes[slug].doc for slug in sorted(site.recipes)), faq=True).items()
+        )
+        if todo:
+            site.close_connection()  # DuckDB is not fork-safe
+            task = functools.partial(_render_body, markdown)
+            markdown.add(dict(map_in_workers(task, todo, self.workers or worker_count(len(todo)))))
         entries = faq_entries(site, markdown)
         search_plan = SearchPlan.of(page_records(site, markdown, entries))
         jobs = page_jobs(ctx, summarize(site, markdown, search_plan, entries))

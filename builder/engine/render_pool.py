@@ -7,13 +7,15 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from builder.engine.inputs import digest_bytes
 from builder.errors import BuildAborted, BuilderError
 
 if TYPE_CHECKING:
     from builder.site.context import RenderContext
+
+T = TypeVar("T")
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``, called from the building thread."""
@@ -77,7 +79,37 @@ def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], 
     return results, fresh, ctx.markdown.used, built
 
 
-def job_chunks(pending: list[int], workers: int) -> list[list[int]]:
+_TASK: Callable[[Any], Any] | None = None
+"""The function :func:`map_in_workers` hands to its forked workers (a fork copies it)."""
+
+
+def _run_task(items: list[Any]) -> list[Any]:
+    assert _TASK is not None
+    return [_TASK(item) for item in items]
+
+
+def map_in_workers(task: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
+    """``[task(item) for item in items]``, in forked workers when there are cores and items enough
+    (the results must be picklable; no thread or DuckDB connection of this process may be alive)."""
+    global _TASK
+    if workers <= 1 or len(items) < 64:
+        return [task(item) for item in items]
+    import concurrent.futures
+    import multiprocessing
+
+    _TASK = task
+    gc.freeze()
+    try:
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("fork")
+        ) as pool:
+            return [out for part in pool.map(_run_task, job_chunks(items, workers)) for out in part]
+    finally:
+        gc.unfreeze()
+        _TASK = None
+
+
+def job_chunks(pending: list[T], workers: int) -> list[list[T]]:
     """``pending`` in order, cut into chunks that shrink towards the end (guided scheduling).
 
     Workers take chunks as they finish one. With chunks of one size, the last chunk of heavy pages
@@ -85,7 +117,7 @@ def job_chunks(pending: list[int], workers: int) -> list[list[int]]:
     render; chunks of a quarter of each worker's share of what is left, 4 to 32 jobs, end the
     workers within 0.05 s of each other.
     """
-    chunks: list[list[int]] = []
+    chunks: list[list[T]] = []
     start, total = 0, len(pending)
     while start < total:
         size = max(4, min(32, (total - start) // (workers * 4)))
