@@ -86,7 +86,11 @@ CHECKSUM_SIZE = 4
 
 def write_cache(path: Path, obj: Any) -> bytes:
     """Store ``obj`` at ``path`` (atomically); return its payload's checksum."""
-    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return write_payload(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def write_payload(path: Path, payload: bytes) -> bytes:
+    """Store a pickled payload at ``path`` (atomically); return its checksum."""
     digest = checksum(payload)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as handle:

@@ -105,7 +105,7 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
     ``full``: each finding as ``as_json()`` (the ``--format json`` contract); otherwise only
     what :func:`brief` keeps.
     """
-    site, problems, annotations = load_with_annotations(config, cache=ForkedContent())
+    site, problems, annotations = load_with_annotations(config, loader=ForkedContent())
     stats = {
         "rows": site.rows.num_rows,
         "row_files": len(site.row_files),

@@ -1,13 +1,14 @@
 """The load cache on disk: ``load.pickle`` (the cache object) and ``blobs.pickle`` (its memo).
 
 ``blobs.pickle`` holds the engine's memo (:mod:`builder.engine.memo`) as stored: each entry pickled
-on its own, named by ``load.pickle`` through its checksum; ``rows.arrow`` holds the rows table. A row
-file changes the cache object but seldom the memo: only what changed is written again. A
+on its own, named by ``load.pickle`` through its checksum; ``rows.arrow`` holds the rows table. A save
+writes a file again only when its content changed. A
 ``blobs.pickle`` that is not the one ``load.pickle`` names discards the cache.
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from builder.engine.build_state import (
     checksum,
     read_cache_checked,
     write_cache,
+    write_payload,
 )
 
 if TYPE_CHECKING:
@@ -38,8 +40,8 @@ class Stored:
     digest: bytes
     """Checksum of ``blobs.pickle``."""
     blobs: Blobs
-    signature: tuple[Any, ...]
-    """:func:`cache_signature` of the cache object in ``load.pickle``."""
+    signature: bytes
+    """Checksum of ``load.pickle``'s payload: a save writes it again only when the payload differs."""
 
 
 @dataclass
@@ -51,18 +53,6 @@ class Loaded:
     stored: Stored
 
 
-def cache_signature(cache: LoadCache, rows_digest: bytes | None, code: bytes | None) -> tuple[Any, ...]:
-    """What the cache object holds besides its memo and rows table, cheaply compared."""
-    return (
-        rows_digest,
-        tuple(cache.rows.entries),
-        tuple(sorted(cache.recipe_keys.items())),
-        cache.status_key,
-        tuple(sorted(cache.front.items())),
-        code,
-    )
-
-
 def read(folder: Path) -> Loaded | None:
     """The stored load cache; None when there is none. Raises :class:`CacheCorrupt` when it cannot
     be trusted."""
@@ -72,7 +62,7 @@ def read(folder: Path) -> Loaded | None:
     if found is None:
         return None
     try:
-        cache, rows_digest, code, named = found[0]
+        (cache, rows_digest, code, named), signature = found
     except (TypeError, ValueError):
         raise CacheCorrupt("load.pickle holds something else") from None
     if not isinstance(cache, LoadCache):
@@ -83,7 +73,7 @@ def read(folder: Path) -> Loaded | None:
     blobs, digest = kept
     if not isinstance(blobs, dict):
         raise CacheCorrupt("blobs.pickle holds something else")
-    stored = Stored(digest, blobs, cache_signature(cache, rows_digest, code))
+    stored = Stored(digest, blobs, signature)
     return Loaded(cache, blobs, rows_digest, code, stored)
 
 
@@ -99,20 +89,20 @@ def write(
     object changed or names new blobs. Returns what is on disk now.
 
     ``cache`` is written without its memo and rows table (they are ``blobs.pickle`` and ``rows.arrow``)."""
-    signature = cache_signature(cache, rows_digest, code)
     named_anew = stored is None or stored.blobs.keys() != blobs.keys()
     if named_anew:
         # Blobs first: a load.pickle written after names them (one torn in between names old ones).
-        stored = Stored(write_cache(folder / BLOBS, blobs), blobs, ())
+        stored = Stored(write_cache(folder / BLOBS, blobs), blobs, b"")
     assert stored is not None
-    if named_anew or stored.signature != signature:
-        memo, cache.memo = cache.memo, None  # type: ignore[assignment]
-        typed, cache.rows.typed = cache.rows.typed, None
-        try:
-            write_cache(folder / BASE, (cache, rows_digest, code, stored.digest))
-        finally:
-            cache.memo, cache.rows.typed = memo, typed
-        stored.signature = signature
+    memo, cache.memo = cache.memo, None  # type: ignore[assignment]
+    typed, cache.rows.typed = cache.rows.typed, None
+    try:
+        payload = pickle.dumps((cache, rows_digest, code, stored.digest), pickle.HIGHEST_PROTOCOL)
+    finally:
+        cache.memo, cache.rows.typed = memo, typed
+    # Whatever the cache object holds, it is saved when its bytes changed: no list of its fields.
+    if checksum(payload) != stored.signature:
+        stored.signature = write_payload(folder / BASE, payload)
     return stored
 
 

@@ -49,13 +49,13 @@ class Loaded:
 
 
 def load_with_annotations(
-    config: SiteConfig, timings: Timings | None = None, *, cache: SiteLoader | None = None
+    config: SiteConfig, timings: Timings | None = None, *, loader: SiteLoader | None = None
 ) -> tuple[Site, Problems, list[LocatedAnnotation]]:
     """The load stage: the site (possibly partial), every problem found, and the annotations.
-    ``cache``: how each file's load is had (:class:`builder.data.load.SiteLoader`)."""
+    ``loader``: how each file's load is had (:class:`builder.data.load.SiteLoader`)."""
     timings = timings or Timings()
     problems = Problems()
-    site: Site = timings.measure("load", lambda: load_site(config, problems, loader=cache))
+    site: Site = timings.measure("load", lambda: load_site(config, problems, loader=loader))
     return site, problems, load_annotations(config.root, site.recipes, problems)
 
 
@@ -67,7 +67,7 @@ def load_and_reconcile(
     ``cache`` is the incremental builder's record of earlier loads (see :mod:`builder.engine.loadcache`).
     """
     timings = timings or Timings()
-    site, problems, annotations = load_with_annotations(config, timings, cache=cache)
+    site, problems, annotations = load_with_annotations(config, timings, loader=cache)
     # Annotations are matched against findings, so an annotation that matches none is reported
     # after reconciliation (and still aborts a build).
     if problems:
