@@ -197,6 +197,18 @@ class ServeProperty(Quantity):
     """A figure of the serve itself rather than of one benchmark setting (one per recipe)."""
 
 
+class Detail(Quantity):
+    """A measurement at a setting kept with its row (a percentile): shown, downloaded, never a headline."""
+
+
+@dataclass(frozen=True)
+class SpreadOf:
+    """Marks the column holding the sample standard deviation of the repetitions a metric summarises."""
+
+    metric: str
+    """The metric column whose spread this is."""
+
+
 @dataclass(frozen=True)
 class EmptyMeans:
     """Marks an optional row field whose empty cell loads as ``value`` rather than null."""
@@ -213,6 +225,8 @@ class Row(_Model):
 
     date: dt.date
     """Day of the measurement, ``YYYY-MM-DD``."""
+    time: str | None = None
+    """Time of day the run started, ``HH:MM``, when the tool records it: orders runs of one date."""
     recipe: Slug
     """Slug of the recipe the run was meant to follow."""
     node: Slug
@@ -222,7 +236,11 @@ class Row(_Model):
     prompt_tokens: PositiveInt | Literal["unknown"]
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
     concurrency: PositiveInt
-    """Concurrent requests (>= 1)."""
+    """Concurrent requests (>= 1): the run's cap."""
+    request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | None = None
+    """Requests/s of an open-loop run, a positive number or ``inf``; empty for a closed-loop run."""
+    burstiness: Annotated[float, Field(gt=0)] | None = None
+    """Burstiness factor of an open-loop run's arrivals (1 = Poisson)."""
     decode_tok_s: Annotated[Metric | None, Measured("Decode", "tok/s per stream")] = None
     """Decode throughput of one stream, tokens/s."""
     aggregate_tok_s: Annotated[Metric | None, Measured("Aggregate", "tok/s")] = None
@@ -233,6 +251,30 @@ class Row(_Model):
     """Time to first token, ms (lower is better)."""
     itl_ms: Annotated[Metric | None, Measured("ITL", "ms", lower_is_better=True)] = None
     """Inter-token latency, ms (lower is better)."""
+    ttft_p99_ms: Annotated[Metric | None, Detail("TTFT p99", "ms", lower_is_better=True)] = None
+    """99th percentile of the time to first token, ms."""
+    itl_p99_ms: Annotated[Metric | None, Detail("ITL p99", "ms", lower_is_better=True)] = None
+    """99th percentile of the inter-token latency, ms."""
+    tpot_ms: Annotated[Metric | None, Detail("TPOT", "ms", lower_is_better=True)] = None
+    """Median time per output token after the first, ms."""
+    tpot_p99_ms: Annotated[Metric | None, Detail("TPOT p99", "ms", lower_is_better=True)] = None
+    """99th percentile of the time per output token, ms."""
+    e2el_ms: Annotated[Metric | None, Detail("End-to-end latency", "ms", lower_is_better=True)] = None
+    """Median end-to-end latency of a request, ms."""
+    e2el_p99_ms: Annotated[Metric | None, Detail("End-to-end latency p99", "ms", lower_is_better=True)] = None
+    """99th percentile of the end-to-end latency of a request, ms."""
+    decode_tok_s_sd: Annotated[Metric | None, SpreadOf("decode_tok_s")] = None
+    """Sample standard deviation of the repetitions ``decode_tok_s`` summarises."""
+    aggregate_tok_s_sd: Annotated[Metric | None, SpreadOf("aggregate_tok_s")] = None
+    """Sample standard deviation of the repetitions ``aggregate_tok_s`` summarises."""
+    prefill_tok_s_sd: Annotated[Metric | None, SpreadOf("prefill_tok_s")] = None
+    """Sample standard deviation of the repetitions ``prefill_tok_s`` summarises."""
+    ttft_ms_sd: Annotated[Metric | None, SpreadOf("ttft_ms")] = None
+    """Sample standard deviation of the repetitions ``ttft_ms`` summarises."""
+    itl_ms_sd: Annotated[Metric | None, SpreadOf("itl_ms")] = None
+    """Sample standard deviation of the repetitions ``itl_ms`` summarises."""
+    repetitions: PositiveInt | None = None
+    """How many repetitions the metrics (and their ``_sd``) summarise; empty for a single run."""
     engine: str | None = None
     """Serving engine; defaults to the recipe's."""
     flags: str | None = None
@@ -285,6 +327,8 @@ class RowColumn:
     """What an empty cell loads as, when not null."""
     quantity: Quantity | None = None
     """How pages show the column, when they show it as a figure."""
+    spread_of: str | None = None
+    """The metric whose spread the column holds (``decode_tok_s_sd`` → ``decode_tok_s``)."""
 
 
 def _accepted(annotation: Any, metadata: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
@@ -320,6 +364,7 @@ def _row_column(name: str, info: FieldInfo) -> RowColumn:
         words,
         next((item.value for item in constraints if isinstance(item, EmptyMeans)), None),
         next((item for item in constraints if isinstance(item, Quantity)), None),
+        next((item.metric for item in constraints if isinstance(item, SpreadOf)), None),
     )
 
 
@@ -334,6 +379,10 @@ ROW_FIELDS: tuple[str, ...] = tuple(ROW_SCHEMA)
 REQUIRED_ROW_FIELDS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if c.required)
 METRICS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if isinstance(c.quantity, Measured))
 """Row fields that are measurements; a row needs at least one."""
+SPREADS: dict[str, str] = {c.spread_of: c.name for c in ROW_SCHEMA.values() if c.spread_of is not None}
+"""Metric to the column holding the spread of its repetitions."""
+DETAILS: tuple[str, ...] = tuple(c.name for c in ROW_SCHEMA.values() if isinstance(c.quantity, Detail))
+"""Row fields measured at a setting that are shown with the row but never lead (percentiles)."""
 QUANTITIES: dict[str, Quantity] = {c.name: c.quantity for c in ROW_SCHEMA.values() if c.quantity is not None}
 """Every row field pages show as a figure: the metrics and the serve properties."""
 LOWER_IS_BETTER: frozenset[str] = frozenset(name for name, q in QUANTITIES.items() if q.lower_is_better)

@@ -152,7 +152,8 @@ def test_pages_label_every_quantity_and_read_declared_columns() -> None:
     assert set(figures.QUANTITY_LABELS) == set(models.QUANTITIES)
     serve = {n for n, q in models.QUANTITIES.items() if isinstance(q, models.ServeProperty)}
     assert set(figures.SERVE_PROPERTIES) == serve and len(figures.SERVE_PROPERTIES) == len(serve)
-    assert set(figure_grid.QUANTITIES) == set(models.QUANTITIES)
+    assert set(figure_grid.QUANTITIES) == set(models.QUANTITIES) - set(models.DETAILS)
+    assert set(models.SPREADS) == set(models.METRICS)
     assert figures.SMALLER_IS_BETTER == {n for n, q in models.QUANTITIES.items() if q.lower_is_better}
     for field in figure_grid.SCHEMA:
         assert ROWS_SCHEMA.field(field.name) == field
