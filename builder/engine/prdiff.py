@@ -172,7 +172,7 @@ def snapshot(config: SiteConfig, label: str) -> Snapshot:
     snap = Snapshot(label, errors=sorted(loaded.problems.errors), reconciled=loaded.recon is not None)
     columns = ", ".join(ROW_FIELDS)
     for row in site.con.sql(f"SELECT {columns} FROM rows").fetchall():
-        snap.rows.setdefault(row[1], Counter())[tuple(row)] += 1
+        snap.rows.setdefault(row[_INDEX["recipe"]], Counter())[tuple(row)] += 1
     for pages in (site.recipes, site.case_studies, site.posts):
         for page in pages.values():
             snap.pages[page.doc.rel] = page.doc.digest
