@@ -237,6 +237,8 @@ def candidate_trials(
         # exceeds the band need their means sorted to find the widest gap.
         means = mean[measured]
         spans = np.maximum.reduceat(means, starts) - np.minimum.reduceat(means, starts)
+        # A drift (three runs or more, first to last beyond the runs' own noise) is compared too.
+        chosen |= (runs >= 3) & (spans > threshold)
         open_groups = np.flatnonzero((runs >= 2) & ~chosen & (spans > threshold))
         if len(open_groups):
             members = np.repeat(np.isin(np.arange(len(starts)), open_groups), runs)

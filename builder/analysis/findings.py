@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from builder.analysis.explain import Explanation, Parsed, explain, fmt_value
-from builder.analysis.noise import Noise, Run, TrialDetails, detect
+from builder.analysis.noise import Noise, Run, TrialDetails, detect, within_noise
 from builder.analysis.run_groups import Combinations, candidate_runs
 from builder.content.flags import FlagSyntaxError, flag_map, format_value
 from builder.content.models import LOWER_IS_BETTER, METRICS, RecipeMeta
@@ -418,10 +418,11 @@ def find_non_reproduction(
                 "request_rate": rate,
             }
             if len(groups) < 2:
-                drift = _drift(sub, noise)
+                steady = within_noise(sub)
+                drift = _drift(sub, steady)
                 if drift is not None:
                     first, last, between = drift
-                    add(setting, Side((last,)), Side((first,)), noise, kind="drift", between=between)
+                    add(setting, Side((last,)), Side((first,)), steady, kind="drift", between=between)
                 continue
             sides = [Side(tuple(sub[i] for i in g)) for g in groups]
             reference = max(sides, key=lambda s: (len(s.runs), -s.rank))
@@ -461,6 +462,8 @@ def _drift(runs: list[Run], noise: Noise) -> tuple[Run, Run, tuple[Run, ...]] | 
     ordered = sorted(runs, key=lambda r: r.rank)
     steps = [b.mu - a.mu for a, b in zip(ordered, ordered[1:], strict=False)]
     if not (all(step > 0 for step in steps) or all(step < 0 for step in steps)):
+        return None
+    if any(abs(step) > noise.band for step in steps):
         return None
     if abs(ordered[-1].mu - ordered[0].mu) <= noise.band:
         return None

@@ -281,6 +281,12 @@ def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Nois
     return Noise(band_from_variance(variance), source, dof_w, dof_b)
 
 
+def within_noise(runs: list[Run]) -> Noise:
+    """The band from the runs' own trials (or the default) alone: the noise a drift is measured
+    against, since the scatter between the runs of a drift is the drift itself."""
+    return _noise(runs, [run.mu for run in runs], [[i] for i in range(len(runs))])
+
+
 def cluster_runs(mus: list[float], band: float) -> list[list[int]]:
     """Single-linkage groups of run indices: neighbours (by value) closer than ``band`` agree."""
     order = sorted(range(len(mus)), key=lambda i: mus[i])

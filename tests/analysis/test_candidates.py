@@ -69,7 +69,9 @@ def reference(rows: list[dict[str, Any]], exhaustive: bool) -> list[tuple[Any, .
                 variance = (prior + spread) / (PRIOR_DOF + dof)
             else:
                 variance = prior / (PRIOR_DOF + m - 1)
-            if exhaustive or split or gap > SLACK * max(FLOOR, K * math.sqrt(variance)):
+            threshold = SLACK * max(FLOOR, K * math.sqrt(variance))
+            drift = m >= 3 and mus[-1] - mus[0] > threshold
+            if exhaustive or split or drift or gap > threshold:
                 chosen.append((setting, index))
     for setting, index in sorted(chosen):
         metric = METRICS[index]

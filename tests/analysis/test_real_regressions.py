@@ -45,7 +45,9 @@ def test_vllm_18619_open_loop_runs_read_as_a_loss_of_0_8_5(findings: list[dict[s
     [finding] = _by_recipe(findings, "qwen2.5-vl-3b")
     assert finding["setting"]["request_rate"] == 200 and finding["setting"]["concurrency"] is None
     assert finding["direction"] == "worse"
-    assert finding["later"]["engine_versions"] == ["0.8.5"] and finding["earlier"]["engine_versions"] == ["0.8.4"]
+    assert finding["later"]["engine_versions"] == ["0.8.5"] and finding["earlier"]["engine_versions"] == [
+        "0.8.4"
+    ]
     assert [len(r["trials"]) for r in finding["runs"]] == [7, 7]
     assert finding["change"] == pytest.approx(57.80 / 62.79 - 1, abs=1e-4)  # the medians the issue prints
     assert "req/s" in finding["summary"]

@@ -105,7 +105,9 @@ def test_an_open_loop_row_needs_no_concurrency_and_a_closed_loop_row_does() -> N
             models.Row.model_validate_json("{" + _BASE + ',"concurrency":1,"ttft_ms":80,' + bad + "}")
 
 
-@pytest.mark.parametrize(("time", "ok"), [("00:00", True), ("23:59", True), ("24:00", False), ("9:30", False)])
+@pytest.mark.parametrize(
+    ("time", "ok"), [("00:00", True), ("23:59", True), ("24:00", False), ("9:30", False)]
+)
 def test_time_is_hh_mm(time: str, ok: bool) -> None:
     text = "{" + _BASE + f',"concurrency":1,"ttft_ms":80,"time":"{time}"' + "}"
     if ok:

@@ -184,7 +184,9 @@ def test_metrics_are_never_rounded(make_site: MakeSite) -> None:
     assert all(math.isfinite(g) for g in got)
 
 
-OPEN = "date,time,recipe,node,engine_version,prompt_tokens,concurrency,request_rate,burstiness,aggregate_tok_s"
+OPEN = (
+    "date,time,recipe,node,engine_version,prompt_tokens,concurrency,request_rate,burstiness,aggregate_tok_s"
+)
 
 
 def test_open_loop_rows_load_with_their_rate_and_bad_ones_are_reported(make_site: MakeSite) -> None:
@@ -221,6 +223,6 @@ def test_jsonl_takes_inf_as_a_rate(make_site: MakeSite) -> None:
     root = make_site({"data/rows/tiny/r.jsonl": "\n".join(json.dumps(o) for o in objs) + "\n"})
     site, problems = _load(root)
     assert [p.format() for p in problems.errors] == [
-        "data/rows/tiny/r.jsonl:2: 'request_rate' must be a number or \"inf\", not \"fast\"",
+        'data/rows/tiny/r.jsonl:2: \'request_rate\' must be a number or "inf", not "fast"',
     ]
     assert site.con.execute("SELECT request_rate FROM rows WHERE file_id = 1").fetchall() == [(math.inf,)]

@@ -160,7 +160,9 @@ def test_an_unlimited_rate_round_trips_in_every_download(make_site: MakeSite, tm
     root = make_site({"data/rows/tiny/open.csv": rows})
     out = tmp_path / "out"
     build(load_config(root, out), cache=False)
-    records = [r for r in csv.DictReader(io.StringIO((out / "data/rows.csv").read_text())) if r["request_rate"]]
+    records = [
+        r for r in csv.DictReader(io.StringIO((out / "data/rows.csv").read_text())) if r["request_rate"]
+    ]
     assert [(r["concurrency"], r["request_rate"], r["ttft_p99_ms"], r["repetitions"]) for r in records] == [
         ("", "inf", "88.25", "3"),
         ("25", "1.5", "", ""),
