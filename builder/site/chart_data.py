@@ -76,7 +76,7 @@ class RecipeRows:
                 hw = hardware[node] = node_hw.get(node, "")
             # Keyed by hardware, not node: rows of one setting measured on two nodes of the same
             # hardware are one setting (as figures.pick_cell sees them).
-            key = (hw, r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"], r["request_rate"])
+            key = (hw, r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"], r.get("request_rate"))
             group = settings.get(key)
             if group is None:
                 group = settings[key] = (Setting(*key), [])

@@ -171,7 +171,7 @@ def test_an_unlimited_rate_round_trips_in_every_download(make_site: MakeSite, tm
     assert sorted(r["request_rate"] for r in parquet if r["request_rate"] is not None) == [1.5, float("inf")]
     con = duckdb.connect(str(out / "data/recipes.duckdb"), read_only=True)
     try:
-        assert con.sql("SELECT count(*) FROM rows WHERE isinf(request_rate)").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM rows WHERE isinf(request_rate)").fetchall() == [(1,)]
     finally:
         con.close()
     doc = json.loads((out / "api/recipes/tiny.json").read_text(encoding="utf-8"))
