@@ -453,7 +453,14 @@ class AnnotationSetting(_Model):
     output_tokens: PositiveInt | None = None
     """Output length of the setting (only for findings whose setting gives it)."""
     concurrency: PositiveInt | None = None
-    """Concurrency of the setting."""
+    """Concurrency (the cap) of the setting."""
+    request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | None = None
+    """Request rate of an open-loop setting, requests/s or ``inf``."""
+
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _infinite_rate(cls, value: Any) -> Any:
+        return math.inf if isinstance(value, str) and value.lower() == "inf" else value
 
 
 class Annotation(_Model):
