@@ -43,8 +43,8 @@ def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path)
     text = banner.get_text(" ", strip=True)
     assert "Decode does not reproduce" in text
     values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
-    assert values[0].startswith("100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(" ,", ",")
-    assert values[1].startswith("70 ") and "2026-03-01" in values[1]
+    assert values[0].startswith("reference 100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(" ,", ",")
+    assert values[1].startswith("departing 70 ") and "2026-03-01" in values[1]
     assert "2,048-token prompt, context 0, concurrency 1" in text
     assert banner.select_one(".badge.bad").get_text(strip=True) == "-30.3% · worse"
     explained = [li.get_text(" ", strip=True) for li in banner.select(".finding-explanation li")]
@@ -166,18 +166,17 @@ def test_findings_of_one_departing_run_are_grouped_on_the_recipe_page(
     out = _build(make_site, tmp_path, _slow_run_everywhere(5))
     page = _soup(out / "recipes/tiny/index.html")
     section = page.select_one("section.findings")
-    banners = section.select(".banner.finding")
-    assert len(banners) == FULL_PER_GROUP  # the first findings of the group in full
-    [more] = section.select("details.finding-more")
-    summary = more.select_one("summary").get_text(" ", strip=True)
-    assert summary.startswith(f"{5 - FULL_PER_GROUP} more open findings where the same run departs")
-    assert "2026-03-01 on node-b" in summary
-    rows = more.select("table.findings-table tbody tr")
-    assert len(rows) == 5 - FULL_PER_GROUP
+    [banner] = section.select(".banner.finding")  # one group: one finding
+    assert FULL_PER_GROUP == 1
+    [table] = banner.select("details.finding-settings")
+    summary = table.select_one("summary").get_text(" ", strip=True)
+    assert summary == "The same runs, the same explanation, at 5 settings and metrics"
+    rows = table.select("table.findings-table tbody tr")
+    assert len(rows) == 5
     cells = [td.get_text(" ", strip=True) for td in rows[0].select("td")]
-    assert cells[1].startswith("100.5 ") and cells[2].startswith("70 ") and cells[3].startswith("-30.3%")
-    # Every finding keeps its anchor, and every run's rows stay marked.
-    anchors = {b["id"] for b in banners} | {tr["id"] for tr in rows}
+    assert cells[1].startswith("100.5") and cells[2].startswith("70") and cells[3].startswith("-30.3%")
+    # Every finding keeps its anchor (the first is the banner's), and every run's rows stay marked.
+    anchors = {banner["id"]} | {tr["id"] for tr in rows if tr.has_attr("id")}
     assert len(anchors) == 5 and all(a.startswith("finding-tiny-decode_tok_s-") for a in anchors)
     assert len(page.select("table.rows tr.in-finding")) == 15
 
@@ -188,9 +187,9 @@ def test_findings_page_shows_each_recipe_once_and_pages_past_the_limit(
     out = _build(make_site, tmp_path, _slow_run_everywhere(3))
     page = _soup(out / "findings/index.html")
     [item] = page.select("section[aria-labelledby=open-h] article.finding")
-    more = item.select_one(".finding-more a")
-    assert more.get_text(strip=True) == "2 more open findings on this recipe's page"
-    assert more["href"] == "../recipes/tiny/#findings-h"
+    # One group: one finding with its three settings, nothing more to link to.
+    assert len(item.select("details.finding-settings tbody tr")) == 3
+    assert item.select_one(".finding-more") is None
     assert "3 open in 1 recipe" in page.select_one("header.page-head p.muted").get_text(" ", strip=True)
     assert page.select("nav.pager") == []
     # With one recipe a page, a second recipe with findings goes to /findings/page/2/.
