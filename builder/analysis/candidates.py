@@ -1,13 +1,15 @@
 """Which groups of runs could hold a finding: run statistics and the exact pre-filter, in numpy.
 
 Rows with a prompt length are sorted once by setting (recipe, hardware, prompt_tokens,
-context_tokens, concurrency), date, run class and position. A *run* is a stretch of equal setting,
-date and run class; per metric, its trials are the rows whose value is > 0 (on the log scale, a zero
-cannot be compared). Per run: count, mean and sum of squares of the log values, and the range of
-output_tokens; per group (setting, metric) of two runs or more: the widest gap between neighbouring
-run means and the narrowest band :mod:`builder.analysis.noise` could use. A group can only split when its
-widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for
-the groups that pass) or when its rows give different output_tokens.
+context_tokens, concurrency, request_rate), date, time, run class and position. A *run* is a
+stretch of equal setting, date, time and run class; per metric, its trials are the rows whose value
+is > 0 (on the log scale, a zero cannot be compared), each weighing as many repetitions as its
+reported spread says (:func:`spread_weights`). Per run: weighted count, mean and sum of squares of
+the log values, and the range of output_tokens; per group (setting, metric) of two runs or more:
+the widest gap between neighbouring run means and the narrowest band :mod:`builder.analysis.noise`
+could use. A group can only split when its widest gap exceeds that band (with a hair of slack for
+rounding: Python recomputes everything for the groups that pass), can only drift when it has three
+runs or more whose range exceeds it, and is kept too when its rows give different output_tokens.
 
 Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so
 memory stays small even when nearly every row is a run of its own.

@@ -1,11 +1,13 @@
 """Findings of non-reproduction: runs of one recipe that disagree beyond the noise the data shows.
 
 Runs and settings
-    Rows of a recipe with the same date, node, engine_version, engine_build, flags and env (flags and
-    env compared after normalisation) form a *run*; its rows at one setting are *trials*. A *setting*
-    is hardware (through the node), prompt_tokens, context_tokens and concurrency, plus output_tokens
-    where both runs give it. Rows whose prompt length is not recorded are not comparable and never
-    take part; neither does a setting with a single run.
+    Rows of a recipe with the same date, time, node, engine_version, engine_build, flags and env
+    (flags and env compared after normalisation) form a *run*; its rows at one setting are *trials*
+    (a row with a reported spread counts as its repetitions: :mod:`builder.analysis.noise`). A
+    *setting* is hardware (through the node), prompt_tokens, context_tokens, concurrency and
+    request_rate (open- and closed-loop runs are never compared), plus output_tokens where both runs
+    give it. Rows whose prompt length is not recorded are not comparable and never take part; neither
+    does a setting with a single run (``check`` warns about both: :mod:`builder.analysis.comparable`).
 
 Where the work happens (:mod:`builder.analysis.run_groups`)
     :mod:`builder.analysis.candidates` sorts the rows into runs per (recipe, setting, metric) and computes
@@ -14,13 +16,19 @@ Where the work happens (:mod:`builder.analysis.run_groups`)
     reach Python (an exact pre-filter: no finding is lost by it).
 
 Detection (:mod:`builder.analysis.noise` holds the noise model)
-    Runs split into groups that agree within the band. With one group nothing is flagged. Otherwise
-    the largest group (ties: the one whose first run is earliest) is the reference and every other
-    group departs from it, one finding each: a run that departs from a stable history before and
-    after it is flagged, and so is a step change (the later level departs from the earlier one).
-    Rises count as well as drops. ``change`` is the later side's median run value over the earlier
-    side's, minus one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and
-    itl_ms lower is better).
+    Runs are ordered, never by value (:func:`order_runs`): by date, on one date by time of day, else
+    by engine version (PEP 440), else the run matching the recipe first. Runs split into groups that
+    agree within the band. Otherwise the largest group (ties: the one whose first run comes first)
+    is the reference and every other group departs from it, one finding each: a run that departs
+    from a stable history before and after it is flagged, and so is a step change. Rises count as
+    well as drops. ``change`` is the departing side's median run value over the reference's, minus
+    one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and itl_ms lower is
+    better). With one group, three runs or more that move steadily one way (each step within the
+    runs' own noise, first to last beyond it) are a ``drift``: the last run against the first.
+
+Groups
+    Findings of one recipe whose departing and reference runs and explanation are the same share a
+    ``group`` id (:func:`group_id`): one regression at many settings and metrics, shown as one.
 
 Explanation (:mod:`builder.analysis.explain`)
     The metadata that differs between the departing and the reference runs, with the differences a
@@ -470,15 +478,16 @@ def _drift(runs: list[Run], noise: Noise) -> tuple[Run, Run, tuple[Run, ...]] | 
     return ordered[0], ordered[-1], tuple(ordered[1:-1])
 
 
-def _run_identity(run: Run) -> list[Any]:
+def _run_identity(run: Run) -> list[str]:
+    # Not recorded is "" here: identities are sorted, and None does not sort with text.
     return [
         run.date.isoformat(),
-        run.time,
+        run.time or "",
         run.node,
         run.engine_version,
-        run.engine_build,
-        run.flags,
-        run.env,
+        run.engine_build or "",
+        run.flags or "",
+        run.env or "",
     ]
 
 

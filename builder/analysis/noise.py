@@ -1,7 +1,10 @@
 """The noise model: how far apart runs of one setting may read before they disagree.
 
 Everything happens on the log scale, so bands are relative and a drop and a rise of the same ratio
-weigh the same. Each run is summarised by the mean of its log trials. The noise ``sigma`` is
+weigh the same. Each run is summarised by the mean of its log trials. A trial that reports the
+spread of its repetitions (``<metric>_sd`` over ``repetitions``, two when not given) weighs as many
+trials and brings their sum of squares, ``(n - 1) * (sd / mean)^2``; when every trial of a group
+reports one, the within-run estimate is that measured spread alone, with no prior. The noise ``sigma`` is
 estimated from the data in two ways:
 
 * within runs: the pooled standard deviation of trials around their run's mean (degrees of

@@ -2,7 +2,7 @@
 
 A *run* is the rows of one recipe with the same date, node, engine_version, engine_build, flags and
 env (flags and env by their normalised form); a *group* is the runs of one recipe at one setting
-(hardware, prompt_tokens, context_tokens, concurrency) for one metric. Rows without a prompt length
+(hardware, prompt_tokens, context_tokens, concurrency, request_rate) for one metric. Rows without a prompt length
 take no part.
 
 For speed every grouping column becomes an integer first: strings are dictionary-encoded with Arrow

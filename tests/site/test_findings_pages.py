@@ -43,7 +43,9 @@ def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path)
     text = banner.get_text(" ", strip=True)
     assert "Decode does not reproduce" in text
     values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
-    assert values[0].startswith("reference 100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(" ,", ",")
+    assert values[0].startswith("reference 100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(
+        " ,", ","
+    )
     assert values[1].startswith("departing 70 ") and "2026-03-01" in values[1]
     assert "2,048-token prompt, context 0, concurrency 1" in text
     assert banner.select_one(".badge.bad").get_text(strip=True) == "-30.3% · worse"
