@@ -69,6 +69,7 @@ class CheckReport:
 def brief(finding: Finding) -> dict[str, Any]:
     """The keys of a finding that the text and GitHub formats print (``as_json`` builds every run)."""
     return {
+        "kind": finding.kind,
         "recipe": finding.recipe,
         "metric": finding.metric,
         "summary": finding.summary(),

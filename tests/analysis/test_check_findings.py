@@ -122,3 +122,12 @@ def test_rows_no_comparison_can_use_are_warned_about_in_every_format(
     assert main(["check", "--root", str(root), "--format", "github"]) == 0
     github = capsys.readouterr().out
     assert "::warning file=data/rows/tiny/synthetic.csv,line=5::not compared: no other run" in github
+
+
+def test_a_drift_is_titled_as_one_on_github(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    values = [100.0, 95.0, 90.25, 85.74, 81.45]  # each step -5 %, first to last -18.5 %
+    rows = history(*(run(f"2026-0{i + 1}-01", v) for i, v in enumerate(values)))
+    root = make_site(site_files(rows))
+    assert main(["check", "--root", str(root), "--format", "github"]) == 0
+    notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::notice")]
+    assert len(notices) == 1 and "title=drifting decode_tok_s::decode_tok_s drifts at" in notices[0]
