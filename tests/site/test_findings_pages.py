@@ -224,3 +224,19 @@ def test_feed_keeps_the_newest_findings_only(
     out = _build(make_site, tmp_path, _slow_run_everywhere(3))
     entries = ET.fromstring((out / "findings/feed.xml").read_bytes()).findall(f"{ATOM}entry")
     assert len(entries) == 2
+
+
+def test_two_regressions_of_one_recipe_are_two_findings(make_site: MakeSite, tmp_path: Path) -> None:
+    rows = _slow_run_everywhere(2)
+    # Another slow run, on another date: other departing runs, another group.
+    rows += run("2026-04-01", 50.0, concurrency=1, node="node-b", engine_version="1.1.0")
+    out = _build(make_site, tmp_path, rows)
+    page = _soup(out / "recipes/tiny/index.html")
+    banners = page.select("section.findings .banner.finding")
+    assert len(banners) == 2 and len({b["data-group"] for b in banners}) == 2
+    assert [len(b.select("details.finding-settings tbody tr")) for b in banners] == [2, 0]
+    listing = _soup(out / "findings/index.html")
+    [item] = listing.select("section[aria-labelledby=open-h] article.finding")
+    assert (
+        item.select_one(".finding-more a").get_text(strip=True) == "1 more open finding on this recipe's page"
+    )
