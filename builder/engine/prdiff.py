@@ -171,9 +171,9 @@ def snapshot(config: SiteConfig, label: str) -> Snapshot:
     site = loaded.site
     snap = Snapshot(label, errors=sorted(loaded.problems.errors), reconciled=loaded.recon is not None)
     columns = ", ".join(ROW_FIELDS)
-    recipe = ROW_FIELDS.index("recipe")
+    recipe_at = ROW_FIELDS.index("recipe")
     for row in site.con.sql(f"SELECT {columns} FROM rows").fetchall():
-        snap.rows.setdefault(row[recipe], Counter())[tuple(row)] += 1
+        snap.rows.setdefault(row[recipe_at], Counter())[tuple(row)] += 1
     for pages in (site.recipes, site.case_studies, site.posts):
         for page in pages.values():
             snap.pages[page.doc.rel] = page.doc.digest
