@@ -240,3 +240,27 @@ def test_two_regressions_of_one_recipe_are_two_findings(make_site: MakeSite, tmp
     assert (
         item.select_one(".finding-more a").get_text(strip=True) == "1 more open finding on this recipe's page"
     )
+
+
+def test_real_regressions_read_as_one_loss_each_on_their_pages(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import SITES
+
+    root = tmp_path / "real"
+    shutil.copytree(SITES / "real-regressions", root)
+    out = tmp_path / "out"
+    build(load_config(root, out), cache=False)
+    spark = _soup(out / "recipes/spark-vllm-prefill/index.html")
+    [banner] = spark.select("section.findings .banner.finding")
+    pairs = [" ".join(p.get_text(" ", strip=True).split()) for p in banner.select(".figure-pair")]
+    assert pairs[0].startswith("reference 420.05") and "0.17.1.rc1" in pairs[0]
+    assert pairs[1].startswith("departing 355.15") and "0.17.2rc1.dev7" in pairs[1]
+    assert len(banner.select("details.finding-settings tbody tr")) == 12
+    # The reported spread is shown with each figure.
+    assert "1,479.18 ± 1.11" in " ".join(spark.select_one("table.rows").get_text(" ", strip=True).split())
+    qwen = _soup(out / "recipes/qwen2.5-vl-3b/index.html")
+    [banner] = qwen.select("section.findings .banner.finding")
+    assert "200 req/s" in banner.select_one(".finding-setting").get_text(" ", strip=True)
+    cells = [td.get_text(" ", strip=True) for td in qwen.select("table.rows tbody tr")[0].select("td")]
+    assert "200 req/s" in cells
