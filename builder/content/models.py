@@ -29,6 +29,11 @@ SLUG_RE = re.compile(SLUG_PATTERN)
 TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 CONCURRENCY_NEEDED = "missing value for concurrency (required unless request_rate gives an open-loop run)"
 
+
+def spread_without_metric(spread: str, metric: str) -> str:
+    return f"{spread} is given without {metric}: a spread needs the mean it is the spread of"
+
+
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=120)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -327,6 +332,14 @@ class Row(_Model):
     def _closed_loop_needs_concurrency(self) -> Row:
         if self.concurrency is None and self.request_rate is None:
             raise ValueError(CONCURRENCY_NEEDED)
+        for name, info in type(self).model_fields.items():
+            spread = next((item for item in info.metadata if isinstance(item, SpreadOf)), None)
+            if (
+                spread is not None
+                and getattr(self, name) is not None
+                and getattr(self, spread.metric) is None
+            ):
+                raise ValueError(spread_without_metric(name, spread.metric))
         return self
 
 

@@ -23,8 +23,10 @@ from builder.content.models import (
     METRICS,
     REQUIRED_ROW_FIELDS,
     ROW_SCHEMA,
+    SPREADS,
     TEXT_ROW_FIELDS,
     ColumnKind,
+    spread_without_metric,
 )
 from builder.data.rowfile import take_rows
 from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
@@ -176,6 +178,14 @@ def _checks() -> list[str]:
             )
         )
     checks.extend(_value_checks())
+    for metric, spread in SPREADS.items():
+        checks.append(
+            (
+                spread,
+                f"CASE WHEN NOT {_blank(spread)} AND {_blank(metric)} "
+                f"THEN {_q(spread_without_metric(spread, metric))} END",
+            )
+        )
     for column in _NEEDED:
         other = column.required_unless or ""
         checks.append(
@@ -214,6 +224,8 @@ def _ok() -> str:
         parts.append(f"({_blank(col)} OR regexp_full_match({col}, {_q(ROW_SCHEMA[col].pattern or '')}))")
     for column in _NEEDED:
         parts.append(f"NOT ({_blank(column.name)} AND {_blank(column.required_unless or '')})")
+    for metric, spread in SPREADS.items():
+        parts.append(f"NOT (NOT {_blank(spread)} AND {_blank(metric)})")
     parts.append("recipe_ok AND node_ok")
     parts.append("NOT (" + " AND ".join(_blank(c) for c in METRICS) + ")")
     return " AND ".join(parts)
@@ -394,6 +406,9 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
     for future in numbers:
         ok &= future.result()
     ok &= given.result()
+    for metric, spread in SPREADS.items():
+        alone = pc.and_(pc.invert(_blank_cells(raw.column(spread))), _blank_cells(raw.column(metric)))
+        ok &= ~alone.to_numpy()
     for column in _NEEDED:
         either = pc.and_(
             _blank_cells(raw.column(column.name)), _blank_cells(raw.column(column.required_unless or ""))

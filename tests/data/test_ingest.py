@@ -226,3 +226,21 @@ def test_jsonl_takes_inf_as_a_rate(make_site: MakeSite) -> None:
         'data/rows/tiny/r.jsonl:2: \'request_rate\' must be a number or "inf", not "fast"',
     ]
     assert site.con.execute("SELECT request_rate FROM rows WHERE file_id = 1").fetchall() == [(math.inf,)]
+
+
+def test_a_spread_needs_its_metric(make_site: MakeSite) -> None:
+    text = (
+        "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,decode_tok_s_sd,ttft_ms,repetitions\n"
+        "2026-01-03,tiny,node-a,1.0.0,512,1,50.5,1.25,,3\n"
+        "2026-01-03,tiny,node-a,1.0.0,512,1,,1.25,80,3\n"
+    )
+    root = make_site({"data/rows/tiny/sd.csv": text})
+    site, problems = _load(root)
+    assert [p.format() for p in problems.errors] == [
+        "data/rows/tiny/sd.csv:3: decode_tok_s_sd is given without decode_tok_s: "
+        "a spread needs the mean it is the spread of"
+    ]
+    got = site.con.execute(
+        "SELECT decode_tok_s, decode_tok_s_sd, repetitions FROM rows WHERE file_id = 1"
+    ).fetchall()
+    assert got == [(50.5, 1.25, 3)]
