@@ -19,12 +19,16 @@ class Problem:
     path: str
     line: int | None
     message: str
+    kind: str | None = None
+    """What sort of warning it is (``not_compared``), when it has a kind readers act on."""
 
     def format(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
 
     def as_dict(self) -> dict[str, object]:
+        if self.kind is not None:
+            return {"kind": self.kind, "path": self.path, "line": self.line, "message": self.message}
         return {"path": self.path, "line": self.line, "message": self.message}
 
 
@@ -92,8 +96,8 @@ class Problems:
     def error(self, path: str | Path, line: int | None, message: str) -> None:
         self.errors.append(Problem(str(path), line, message))
 
-    def warn(self, path: str | Path, line: int | None, message: str) -> None:
-        self.warnings.append(Problem(str(path), line, message))
+    def warn(self, path: str | Path, line: int | None, message: str, kind: str | None = None) -> None:
+        self.warnings.append(Problem(str(path), line, message, kind))
 
     def add(self, exc: BuilderError) -> None:
         self.errors.append(exc.problem())

@@ -17,6 +17,7 @@ that selects a finding another entry already explains.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,9 @@ class LocatedAnnotation:
     def as_json(self) -> dict[str, Any]:
         data = self.entry.model_dump(mode="json")
         if self.entry.setting is not None:
-            data["setting"] = self.entry.setting.model_dump(mode="json", exclude_none=True)
+            data["setting"] = self.entry.setting.model_dump(exclude_none=True)
+            if data["setting"].get("request_rate") == math.inf:  # JSON has no infinity
+                data["setting"]["request_rate"] = "inf"
         data["path"] = self.path
         data["line"] = self.line
         return data

@@ -1,13 +1,15 @@
 """Which groups of runs could hold a finding: run statistics and the exact pre-filter, in numpy.
 
 Rows with a prompt length are sorted once by setting (recipe, hardware, prompt_tokens,
-context_tokens, concurrency), date, run class and position. A *run* is a stretch of equal setting,
-date and run class; per metric, its trials are the rows whose value is > 0 (on the log scale, a zero
-cannot be compared). Per run: count, mean and sum of squares of the log values, and the range of
-output_tokens; per group (setting, metric) of two runs or more: the widest gap between neighbouring
-run means and the narrowest band :mod:`builder.analysis.noise` could use. A group can only split when its
-widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for
-the groups that pass) or when its rows give different output_tokens.
+context_tokens, concurrency, request_rate), date, time, run class and position. A *run* is a
+stretch of equal setting, date, time and run class; per metric, its trials are the rows whose value
+is > 0 (on the log scale, a zero cannot be compared), each weighing as many repetitions as its
+reported spread says (:func:`spread_weights`). Per run: weighted count, mean and sum of squares of
+the log values, and the range of output_tokens; per group (setting, metric) of two runs or more:
+the widest gap between neighbouring run means and the narrowest band :mod:`builder.analysis.noise`
+could use. A group can only split when its widest gap exceeds that band (with a hair of slack for
+rounding: Python recomputes everything for the groups that pass), can only drift when it has three
+runs or more whose range exceeds it, and is kept too when its rows give different output_tokens.
 
 Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so
 memory stays small even when nearly every row is a run of its own.
@@ -22,15 +24,35 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
-from builder.content.models import METRICS
+from builder.content.models import METRICS, SPREADS
 
 SLACK = 0.999999
 """A gap within this factor of the band still counts as a possible split (rounding)."""
 
-_SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
-_KEYS = (*_SETTING, "date", "run_class")
+_SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency", "request_rate")
+_KEYS = (*_SETTING, "date", "time", "run_class")
 _CODES = frozenset({"recipe", "hardware", "run_class"})
-TRIAL_COLUMNS = ("metric", *_SETTING, "date", "run_class", "pos", "value")
+TRIAL_COLUMNS = ("metric", *_SETTING, "date", "time", "run_class", "pos", "value", "weight", "spread")
+
+
+def spread_weights(
+    values: np.ndarray, sd: np.ndarray, repetitions: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, how many trials it stands for and its within-row sum of squares on the log scale.
+
+    A row giving a metric's sample standard deviation summarises ``repetitions`` trials (two, the
+    fewest a standard deviation needs, when the count is not given): it weighs that many, and its
+    spread is ``(n - 1) * (sd / mean)^2`` (the log-scale variance of a small relative spread). A row
+    without one is one trial. ``sd`` and ``repetitions`` are NaN where not given.
+    """
+    n = np.where(np.isnan(repetitions), 2.0, repetitions)
+    reported = ~np.isnan(sd) & (n >= 2) & (values > 0)
+    weight = np.where(reported, n, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(reported, (n - 1) * (sd / values) ** 2, 0.0)
+    return weight, spread
+
+
 _BIG = np.iinfo(np.int64).max
 _SMALL = np.iinfo(np.int64).min
 
@@ -159,7 +181,9 @@ def candidate_trials(
     run_high = np.maximum.reduceat(output, run_starts)
     del output
 
+    repetitions = pc.cast(table.column("repetitions"), pa.float64()).to_numpy(zero_copy_only=False)[source_of]
     picked: list[tuple[np.ndarray, int]] = []
+    weights: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for index, name in enumerate(METRICS):
         if table.column(name).null_count == table.num_rows:
             continue  # nobody measured it
@@ -167,20 +191,30 @@ def candidate_trials(
         valid = values > 0  # NaN (not measured) is not
         if not valid.any():
             continue
-        if valid.all():  # the usual case: the same sums without masking
+        sd = table.column(SPREADS[name])
+        if sd.null_count == len(sd) and valid.all():  # the usual case: the same sums without weights
             logs = np.log(values)
-            count = run_sizes
+            count = run_sizes.astype(np.float64)
             mean = np.add.reduceat(logs, run_starts) / count
             has = np.ones(len(count), dtype=bool)
             deviation = logs - np.repeat(mean, run_sizes)
+            squares = np.add.reduceat(deviation * deviation, run_starts)
+            reported_run = np.zeros(len(count), dtype=bool)
         else:
+            weight, spread = spread_weights(
+                values, sd.to_numpy(zero_copy_only=False)[source_of].astype(np.float64), repetitions
+            )
+            weights[index] = (weight, spread)
+            weight = weight * valid
             logs = np.log(np.where(valid, values, 1.0))
-            count = np.add.reduceat(valid.astype(np.int64), run_starts)
-            total = np.add.reduceat(logs * valid, run_starts)
+            count = np.add.reduceat(weight, run_starts)
+            total = np.add.reduceat(logs * weight, run_starts)
             has = count > 0
             mean = np.divide(total, count, out=np.zeros(len(count)), where=has)
-            deviation = (logs - np.repeat(mean, run_sizes)) * valid
-        squares = np.add.reduceat(deviation * deviation, run_starts)
+            deviation = logs - np.repeat(mean, run_sizes)
+            squares = np.add.reduceat(weight * deviation * deviation + spread * valid, run_starts)
+            # A run whose every trial reports its spread: the noise is measured, not assumed.
+            reported_run = np.minimum.reduceat((weight > 1) | ~valid, run_starts) & has
         # The runs that measured this metric, grouped: runs are in setting order already.
         measured = np.flatnonzero(has)
         group = setting_of_run[measured]
@@ -188,18 +222,25 @@ def candidate_trials(
         runs = np.diff(np.append(starts, len(group)))
         dof = np.add.reduceat(count[measured] - 1, starts)
         spread = np.add.reduceat(squares[measured], starts)
+        measured_noise = np.minimum.reduceat(reported_run[measured], starts)
         split = np.minimum.reduceat(run_low[measured], starts) < np.maximum.reduceat(
             run_high[measured], starts
         )
         prior = PRIOR_DOF * SIGMA0 * SIGMA0
         with np.errstate(divide="ignore", invalid="ignore"):
-            variance = np.where(dof > 0, (prior + spread) / (PRIOR_DOF + dof), prior / (PRIOR_DOF + runs - 1))
+            variance = np.where(
+                dof > 0,
+                np.where(measured_noise, spread / dof, (prior + spread) / (PRIOR_DOF + dof)),
+                prior / (PRIOR_DOF + runs - 1),
+            )
         threshold = SLACK * np.maximum(FLOOR, K * np.sqrt(variance))
         chosen = (runs >= 2) & (exhaustive | split)
         # No gap between neighbouring means exceeds the whole range: only groups whose range
         # exceeds the band need their means sorted to find the widest gap.
         means = mean[measured]
         spans = np.maximum.reduceat(means, starts) - np.minimum.reduceat(means, starts)
+        # A drift (three runs or more, first to last beyond the runs' own noise) is compared too.
+        chosen |= (runs >= 3) & (spans > threshold)
         open_groups = np.flatnonzero((runs >= 2) & ~chosen & (spans > threshold))
         if len(open_groups):
             members = np.repeat(np.isin(np.arange(len(starts)), open_groups), runs)
@@ -224,19 +265,27 @@ def candidate_trials(
     final = np.lexsort((positions, metric, setting_of_row[positions]))
     positions, metric = positions[final], metric[final]
     source = source_of[positions]
-    trials = pc.take(table.select(["pos", *_SETTING, "date", "run_class"]), pa.array(source))
+    trials = pc.take(table.select(["pos", *_SETTING, "date", "time", "run_class"]), pa.array(source))
     value = np.empty(len(source))
+    weight = np.ones(len(source))
+    spread = np.zeros(len(source))
     for index in np.unique(metric):
         chosen = metric == index
         picked_values = pc.take(table.column(METRICS[int(index)]), pa.array(source[chosen]))
         value[chosen] = picked_values.to_numpy(zero_copy_only=False)
+        if int(index) in weights:
+            weight[chosen] = weights[int(index)][0][positions[chosen]]
+            spread[chosen] = weights[int(index)][1][positions[chosen]]
     return pa.table(
         {
             "metric": pa.array(metric),
             **{name: trials.column(name) for name in _SETTING},
             "date": trials.column("date"),
+            "time": trials.column("time"),
             "run_class": trials.column("run_class"),
             "pos": trials.column("pos"),
             "value": pa.array(value),
+            "weight": pa.array(weight),
+            "spread": pa.array(spread),
         }
     )

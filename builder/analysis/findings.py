@@ -1,11 +1,13 @@
 """Findings of non-reproduction: runs of one recipe that disagree beyond the noise the data shows.
 
 Runs and settings
-    Rows of a recipe with the same date, node, engine_version, engine_build, flags and env (flags and
-    env compared after normalisation) form a *run*; its rows at one setting are *trials*. A *setting*
-    is hardware (through the node), prompt_tokens, context_tokens and concurrency, plus output_tokens
-    where both runs give it. Rows whose prompt length is not recorded are not comparable and never
-    take part; neither does a setting with a single run.
+    Rows of a recipe with the same date, time, node, engine_version, engine_build, flags and env
+    (flags and env compared after normalisation) form a *run*; its rows at one setting are *trials*
+    (a row with a reported spread counts as its repetitions: :mod:`builder.analysis.noise`). A
+    *setting* is hardware (through the node), prompt_tokens, context_tokens, concurrency and
+    request_rate (open- and closed-loop runs are never compared), plus output_tokens where both runs
+    give it. Rows whose prompt length is not recorded are not comparable and never take part; neither
+    does a setting with a single run (``check`` warns about both: :mod:`builder.analysis.comparable`).
 
 Where the work happens (:mod:`builder.analysis.run_groups`)
     :mod:`builder.analysis.candidates` sorts the rows into runs per (recipe, setting, metric) and computes
@@ -14,13 +16,19 @@ Where the work happens (:mod:`builder.analysis.run_groups`)
     reach Python (an exact pre-filter: no finding is lost by it).
 
 Detection (:mod:`builder.analysis.noise` holds the noise model)
-    Runs split into groups that agree within the band. With one group nothing is flagged. Otherwise
-    the largest group (ties: the one whose first run is earliest) is the reference and every other
-    group departs from it, one finding each: a run that departs from a stable history before and
-    after it is flagged, and so is a step change (the later level departs from the earlier one).
-    Rises count as well as drops. ``change`` is the later side's median run value over the earlier
-    side's, minus one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and
-    itl_ms lower is better).
+    Runs are ordered, never by value (:func:`order_runs`): by date, on one date by time of day, else
+    by engine version (PEP 440), else the run matching the recipe first. Runs split into groups that
+    agree within the band. Otherwise the largest group (ties: the one whose first run comes first)
+    is the reference and every other group departs from it, one finding each: a run that departs
+    from a stable history before and after it is flagged, and so is a step change. Rises count as
+    well as drops. ``change`` is the departing side's median run value over the reference's, minus
+    one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and itl_ms lower is
+    better). With one group, three runs or more that move steadily one way (each step within the
+    runs' own noise, first to last beyond it) are a ``drift``: the last run against the first.
+
+Groups
+    Findings of one recipe whose departing and reference runs and explanation are the same share a
+    ``group`` id (:func:`group_id`): one regression at many settings and metrics, shown as one.
 
 Explanation (:mod:`builder.analysis.explain`)
     The metadata that differs between the departing and the reference runs, with the differences a
@@ -30,16 +38,22 @@ Explanation (:mod:`builder.analysis.explain`)
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
+import math
 import statistics
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import InvalidVersion, Version
+
 from builder.analysis.explain import Explanation, Parsed, explain, fmt_value
-from builder.analysis.noise import Noise, Run, TrialDetails, detect
+from builder.analysis.noise import Noise, Run, TrialDetails, detect, within_noise
 from builder.analysis.run_groups import Combinations, candidate_runs
-from builder.content.models import LOWER_IS_BETTER, METRICS
+from builder.content.flags import FlagSyntaxError, flag_map, format_value
+from builder.content.models import LOWER_IS_BETTER, METRICS, RecipeMeta
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -64,6 +78,15 @@ class Side:
         return min(run.date for run in self.runs)
 
     @cached_property
+    def rank(self) -> int:
+        """Place of the side's first run in the order of runs (see :func:`order_runs`)."""
+        return min(run.rank for run in self.runs)
+
+    @cached_property
+    def versions(self) -> list[str]:
+        return sorted({run.engine_version for run in self.runs}, key=_version_key)
+
+    @cached_property
     def dates(self) -> list[dt.date]:
         return sorted({run.date for run in self.runs})
 
@@ -72,6 +95,7 @@ class Side:
             "dates": [d.isoformat() for d in self.dates],
             "value": round(self.value, 6),
             "runs": len(self.runs),
+            "engine_versions": self.versions,
         }
 
 
@@ -93,8 +117,14 @@ class Finding:
     """The curator's entry from ``data/annotations.yaml``, once attached."""
     ordinal: int = 1
     """Tells apart findings of one setting whose departing runs start on the same date."""
-
-    kind = "non_reproducing"
+    kind: str = "non_reproducing"
+    """``non_reproducing`` (groups of runs that disagree) or ``drift`` (a steady move, step by step
+    within the noise, first to last beyond it)."""
+    between: tuple[Run, ...] = ()
+    """A drift's runs between the first (reference) and the last (departing)."""
+    group: str = ""
+    """Shared by the findings of one recipe whose departing and reference runs are the same and whose
+    explanation is the same: one regression seen at several settings and metrics."""
 
     @property
     def lower_is_better(self) -> bool:
@@ -102,7 +132,7 @@ class Finding:
 
     @property
     def earlier(self) -> Side:
-        return min((self.departing, self.reference), key=lambda s: (s.first, s is self.departing))
+        return min((self.departing, self.reference), key=lambda s: (s.rank, s is self.departing))
 
     @property
     def later(self) -> Side:
@@ -110,8 +140,8 @@ class Finding:
 
     @property
     def change(self) -> float:
-        """Relative change, later vs earlier."""
-        return self.later.value / self.earlier.value - 1.0
+        """Relative change of the departing runs against the reference."""
+        return self.departing.value / self.reference.value - 1.0
 
     @property
     def direction(self) -> str:
@@ -127,7 +157,8 @@ class Finding:
     def _runs(self) -> tuple[tuple[Run, bool], ...]:
         # Sorted once: pages, annotations and the JSON contract all walk the runs.
         pairs = [(r, True) for r in self.departing.runs] + [(r, False) for r in self.reference.runs]
-        return tuple(sorted(pairs, key=lambda p: (p[0].date, p[0].node, p[0].value)))
+        pairs += [(r, False) for r in self.between]
+        return tuple(sorted(pairs, key=lambda p: (p[0].rank, p[0].date, p[0].node, p[0].value)))
 
     @property
     def row_ids(self) -> frozenset[int]:
@@ -151,28 +182,41 @@ class Finding:
             s["hardware"],
             f"p{s['prompt_tokens']}",
             f"x{s['context_tokens']}",
-            f"c{s['concurrency']}",
         ]
+        if s["concurrency"] is not None:
+            parts.append(f"c{s['concurrency']}")
+        if s.get("request_rate") is not None:
+            parts.append(f"r{rate_text(s['request_rate'])}")
         if s["output_tokens"] is not None:
             parts.append(f"o{s['output_tokens']}")
         parts.append(self.departing.first.isoformat())
+        if self.kind != "non_reproducing":
+            parts.append(self.kind)
         if self.ordinal > 1:
             parts.append(str(self.ordinal))
         return "-".join(parts)
 
     def setting_text(self) -> str:
         s = self.setting
-        text = f"{s['prompt_tokens']:,}-token prompt, context {s['context_tokens']:,}, concurrency {s['concurrency']}"
+        text = f"{s['prompt_tokens']:,}-token prompt, context {s['context_tokens']:,}, {load_text(s)}"
         if s["output_tokens"] is not None:
             text += f", {s['output_tokens']:,} output tokens"
         return text + f", on {s['hardware']}"
 
+    def _side_text(self, side: Side) -> str:
+        text = _dates_text(side.dates)
+        other = self.reference if side is self.departing else self.departing
+        if set(side.dates) & set(other.dates):  # same-day runs: the versions tell them apart
+            text = ", ".join(side.versions) + ", " + text
+        return text
+
     def summary(self) -> str:
-        earlier, later = self.earlier, self.later
+        verb = "drifts" if self.kind == "drift" else "does not reproduce"
         return (
-            f"{self.metric} does not reproduce at {self.setting_text()}: "
-            f"{fmt_value(earlier.value)} ({_dates_text(earlier.dates)}) vs {fmt_value(later.value)} "
-            f"({_dates_text(later.dates)}), {_pct(self.change)} ({self.direction}); "
+            f"{self.metric} {verb} at {self.setting_text()}: "
+            f"{fmt_value(self.departing.value)} ({self._side_text(self.departing)}) against "
+            f"{fmt_value(self.reference.value)} ({self._side_text(self.reference)}), "
+            f"{_pct(self.change)} ({self.direction}); "
             f"noise band ±{self.noise.relative * 100:.1f}% ({self.noise.source})"
         )
 
@@ -193,16 +237,21 @@ class Finding:
     def as_json(self) -> dict[str, Any]:
         """The ``check --format json`` contract for one finding."""
         exp = self.explanation
+        setting = dict(self.setting)
+        if setting.get("request_rate") == math.inf:  # JSON has no infinity: written as rows take it
+            setting["request_rate"] = "inf"
         return {
             "kind": self.kind,
             "id": self.id,
+            "group": self.group,
             "recipe": self.recipe,
             "metric": self.metric,
             "lower_is_better": self.lower_is_better,
-            "setting": dict(self.setting),
+            "setting": setting,
             "runs": [
                 {
                     "date": run.date.isoformat(),
+                    "time": run.time,
                     "node": run.node,
                     "engine_version": run.engine_version,
                     "engine_build": run.engine_build,
@@ -210,6 +259,11 @@ class Finding:
                     "value": run.value,
                     "trials": list(run.trials),
                     "departs": departs,
+                    "role": "departing"
+                    if departs
+                    else "between"
+                    if any(run is r for r in self.between)
+                    else "reference",
                 }
                 for run, departs in self.runs
             ],
@@ -229,6 +283,71 @@ class Finding:
             "line": self.line,
             "annotation": self.annotation,
         }
+
+
+def rate_text(rate: float) -> str:
+    """A request rate as ids and labels write it: ``10``, ``1.5``, ``inf``."""
+    return "inf" if rate == math.inf else f"{rate:g}"
+
+
+def load_text(setting: dict[str, Any]) -> str:
+    """How a setting loads the server: ``concurrency 8``, ``10 req/s``, ``10 req/s, concurrency 25``,
+    ``unlimited rate (∞ req/s)``."""
+    rate = setting.get("request_rate")
+    concurrency = setting.get("concurrency")
+    if rate is None:
+        return f"concurrency {concurrency}"
+    text = "unlimited rate (∞ req/s)" if rate == math.inf else f"{rate_text(rate)} req/s"
+    return text if concurrency is None else f"{text}, concurrency {concurrency}"
+
+
+def _version_key(version: str) -> tuple[int, Any]:
+    """PEP 440 order; versions that do not parse come after every one that does (and keep their order)."""
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, 0)
+
+
+def _canon_flags(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return sorted((k, format_value(v)) for k, v in flag_map(text).items())
+    except FlagSyntaxError:
+        return text
+
+
+def order_runs(runs: Sequence[Run], meta: RecipeMeta | None) -> None:
+    """Give each run its ``rank``, never by value: by date; on one date by the time of day when every
+    run of that date records one, else by engine version (PEP 440), else the run that matches the
+    recipe (engine version and flags) first -- it is then the reference."""
+    timed: dict[dt.date, bool] = {}
+    for run in runs:
+        timed[run.date] = timed.get(run.date, True) and run.time is not None
+
+    def matches(run: Run) -> int:
+        if meta is None or run.engine_version != meta.engine_version:
+            return 1
+        return 0 if run.flags is None or _canon_flags(run.flags) == _canon_flags(meta.flags) else 1
+
+    keyed = sorted(
+        runs, key=lambda r: (r.date, (r.time or "") if timed[r.date] else "", _version_key(r.engine_version))
+    )
+    out: list[Run] = []
+    start = 0
+    for i in range(1, len(keyed) + 1):
+        if i == len(keyed) or (keyed[i].date, keyed[i].engine_version) != (
+            keyed[start].date,
+            keyed[start].engine_version,
+        ):
+            tie = keyed[start:i]
+            if len(tie) > 1 and not timed[tie[0].date]:
+                tie = sorted(tie, key=matches)
+            out.extend(tie)
+            start = i
+    for rank, run in enumerate(out):
+        run.rank = rank
 
 
 def _dates_text(dates: list[dt.date]) -> str:
@@ -270,39 +389,54 @@ def find_non_reproduction(
     by_group = candidate_runs(site, combos, exhaustive=exhaustive, recipes=recipes)
     parsed = Parsed()
     findings: list[Finding] = []
-    for (recipe, metric, hardware, prompt, context, concurrency), runs in by_group.items():
+
+    def add(setting: dict[str, Any], side: Side, reference: Side, noise: Noise, **extra: Any) -> None:
+        _ = side.rank, reference.rank  # fixed now: a run shared by two output splits is ranked again
+        first = min(side.runs, key=lambda r: (r.rank, r.date, r.node))
+        file_id, file_row = first.first_location
+        parsed_file = site.row_files[file_id]
+        findings.append(
+            Finding(
+                recipe=setting["recipe"],
+                metric=setting["metric"],
+                setting={k: v for k, v in setting.items() if k not in ("recipe", "metric")},
+                departing=side,
+                reference=reference,
+                noise=noise,
+                explanation=explain(list(side.runs), list(reference.runs), parsed),
+                path=parsed_file.source.rel,
+                line=parsed_file.line_of(file_row),
+                **extra,
+            )
+        )
+
+    for (recipe, metric, hardware, prompt, context, concurrency, rate), runs in by_group.items():
+        recipe_page = site.recipes.get(recipe)
         for output, sub in _sub_settings(runs):
+            order_runs(sub, recipe_page.meta if recipe_page is not None else None)
             groups, noise = detect(sub)
-            if len(groups) < 2:
-                continue
-            sides = [Side(tuple(sub[i] for i in g)) for g in groups]
-            reference = max(sides, key=lambda s: (len(s.runs), -s.first.toordinal()))
             setting = {
+                "recipe": recipe,
+                "metric": metric,
                 "hardware": hardware,
                 "prompt_tokens": prompt,
                 "context_tokens": context,
                 "output_tokens": output,
                 "concurrency": concurrency,
+                "request_rate": rate,
             }
-            for side in sorted(sides, key=lambda s: s.first):
-                if side is reference:
-                    continue
-                first = min(side.runs, key=lambda r: (r.date, r.node))
-                file_id, file_row = first.first_location
-                parsed_file = site.row_files[file_id]
-                findings.append(
-                    Finding(
-                        recipe=recipe,
-                        metric=metric,
-                        setting=setting,
-                        departing=side,
-                        reference=reference,
-                        noise=noise,
-                        explanation=explain(list(side.runs), list(reference.runs), parsed),
-                        path=parsed_file.source.rel,
-                        line=parsed_file.line_of(file_row),
-                    )
-                )
+            if len(groups) < 2:
+                steady = within_noise(sub)
+                drift = _drift(sub, steady)
+                if drift is not None:
+                    first, last, between = drift
+                    add(setting, Side((last,)), Side((first,)), steady, kind="drift", between=between)
+                continue
+            sides = [Side(tuple(sub[i] for i in g)) for g in groups]
+            reference = max(sides, key=lambda s: (len(s.runs), -s.rank))
+            for side in sorted(sides, key=lambda s: s.rank):
+                if side is not reference:
+                    add(setting, side, reference, noise)
     metric_order = {m: i for i, m in enumerate(METRICS)}
     findings.sort(
         key=lambda f: (
@@ -311,9 +445,11 @@ def find_non_reproduction(
             f.setting["hardware"],
             f.setting["prompt_tokens"],
             f.setting["context_tokens"],
-            f.setting["concurrency"],
+            f.setting["concurrency"] or 0,
+            f.setting["request_rate"] or 0.0,
             f.setting["output_tokens"] or 0,
             f.departing.first,
+            f.kind,
             f.departing.value,
         )
     )
@@ -322,7 +458,55 @@ def find_non_reproduction(
         base = finding.id
         seen[base] = seen.get(base, 0) + 1
         finding.ordinal = seen[base]
+        finding.group = group_id(finding)
     return findings
+
+
+def _drift(runs: list[Run], noise: Noise) -> tuple[Run, Run, tuple[Run, ...]] | None:
+    """(first, last, the runs between) when three runs or more, in order, move steadily one way --
+    every step within the band, first to last beyond it; else None."""
+    if len(runs) < 3:
+        return None
+    ordered = sorted(runs, key=lambda r: r.rank)
+    steps = [b.mu - a.mu for a, b in zip(ordered, ordered[1:], strict=False)]
+    if not (all(step > 0 for step in steps) or all(step < 0 for step in steps)):
+        return None
+    if any(abs(step) > noise.band for step in steps):
+        return None
+    if abs(ordered[-1].mu - ordered[0].mu) <= noise.band:
+        return None
+    return ordered[0], ordered[-1], tuple(ordered[1:-1])
+
+
+def _run_identity(run: Run) -> list[str]:
+    # Not recorded is "" here: identities are sorted, and None does not sort with text.
+    return [
+        run.date.isoformat(),
+        run.time or "",
+        run.node,
+        run.engine_version,
+        run.engine_build or "",
+        run.flags or "",
+        run.env or "",
+    ]
+
+
+def group_id(finding: Finding) -> str:
+    """The id findings of one recipe share when their departing and reference runs are the same and
+    their explanation is the same (one regression at several settings and metrics)."""
+    key = json.dumps(
+        [
+            finding.recipe,
+            finding.kind,
+            sorted(_run_identity(r) for r in finding.departing.runs),
+            sorted(_run_identity(r) for r in finding.reference.runs),
+            finding.explanation_text(),
+        ],
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return f"{finding.recipe}-{finding.departing.first.isoformat()}-{digest}"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -379,6 +563,9 @@ def _copy_finding(finding: Finding, run: Callable[[Run], Run]) -> Finding:
         line=finding.line,
         annotation=None,
         ordinal=finding.ordinal,
+        kind=finding.kind,
+        between=tuple(run(r) for r in finding.between),
+        group=finding.group,
     )
 
 
@@ -467,7 +654,7 @@ def restore_findings(detached: Sequence[Finding], site: Site) -> list[Finding]:
         columns["file_id"], columns["row_id"] = file_id_list, row_id_list
 
     for finding in detached:
-        for run in (*finding.departing.runs, *finding.reference.runs):
+        for run in (*finding.departing.runs, *finding.reference.runs, *finding.between):
             bind(run)
         for ruled in finding.explanation.ruled_out:
             bind(ruled.control)

@@ -1,7 +1,10 @@
 """The noise model: how far apart runs of one setting may read before they disagree.
 
 Everything happens on the log scale, so bands are relative and a drop and a rise of the same ratio
-weigh the same. Each run is summarised by the mean of its log trials. The noise ``sigma`` is
+weigh the same. Each run is summarised by the mean of its log trials. A trial that reports the
+spread of its repetitions (``<metric>_sd`` over ``repetitions``, two when not given) weighs as many
+trials and brings their sum of squares, ``(n - 1) * (sd / mean)^2``; when every trial of a group
+reports one, the within-run estimate is that measured spread alone, with no prior. The noise ``sigma`` is
 estimated from the data in two ways:
 
 * within runs: the pooled standard deviation of trials around their run's mean (degrees of
@@ -121,6 +124,13 @@ class Run:
     details: TrialDetails
     positions: Sequence[int]
     """This run's trials in :attr:`details`, in file order."""
+    time: str | None = None
+    """Time of day the run started (``HH:MM``), when its rows record it."""
+    weights: list[float] | None = None
+    """How many repetitions each trial stands for (a row with a reported spread: its ``repetitions``);
+    ``None``: one each."""
+    spreads: list[float] | None = None
+    """Each trial's within-row sum of squares on the log scale, from its reported spread."""
     default_engine: str = ""
     """The recipe's engine, for rows that do not name one."""
     index: int | None = None
@@ -129,12 +139,27 @@ class Run:
     """Mean of the log trials (computed when not given)."""
     ss: float = math.nan
     """Sum of squares of the log trials around their mean (computed when not given)."""
+    rank: int = 0
+    """Place among the runs of its setting, in the order findings read them (set by
+    :func:`builder.analysis.findings.order_runs`: never by value)."""
 
     def __post_init__(self) -> None:
         if math.isnan(self.mu) or math.isnan(self.ss):
             logs = [math.log(v) for v in self.trials]
-            self.mu = sum(logs) / len(logs)
-            self.ss = sum((x - self.mu) ** 2 for x in logs)
+            weights = self.weights or [1.0] * len(logs)
+            self.mu = sum(w * x for w, x in zip(weights, logs, strict=True)) / sum(weights)
+            self.ss = sum(w * (x - self.mu) ** 2 for w, x in zip(weights, logs, strict=True))
+            self.ss += sum(self.spreads or ())
+
+    @property
+    def count(self) -> float:
+        """How many repetitions the run's trials stand for together."""
+        return float(sum(self.weights)) if self.weights else float(len(self.trials))
+
+    @property
+    def reported(self) -> bool:
+        """Whether every trial reports the spread of its repetitions (the noise is measured)."""
+        return bool(self.weights) and all(w > 1 for w in self.weights or ())
 
     def _each(self, name: str) -> list[Any]:
         column = self.details.column(name)
@@ -209,6 +234,9 @@ class Run:
             [self.outputs[i] for i in keep],
             self.details,
             [self.positions[i] for i in keep],
+            self.time,
+            None if self.weights is None else [self.weights[i] for i in keep],
+            None if self.spreads is None else [self.spreads[i] for i in keep],
             self.default_engine,
         )
 
@@ -219,7 +247,7 @@ class Noise:
     """Half-width of the band on the log scale."""
     source: str
     """``default``, ``trials``, ``runs`` or ``trials and runs``."""
-    trial_dof: int
+    trial_dof: float
     run_dof: int
 
     @property
@@ -229,11 +257,11 @@ class Noise:
 
 def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Noise:
     ss_w = 0.0
-    dof_w = 0
+    dof_w = 0.0
     for run in runs:
-        if len(run.trials) > 1:
+        if run.count > 1:
             ss_w += run.ss
-            dof_w += len(run.trials) - 1
+            dof_w += run.count - 1
     ss_b = 0.0
     dof_b = 0
     for cluster in clusters:
@@ -242,7 +270,10 @@ def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Nois
             ss_b += sum((mus[i] - centre) ** 2 for i in cluster)
             dof_b += len(cluster) - 1
     estimates: list[tuple[float, str]] = []
-    if dof_w:
+    if dof_w and all(run.reported for run in runs):
+        # Every trial reports the spread of its repetitions: the noise is measured, nothing assumed.
+        estimates.append((ss_w / dof_w, "reported spread"))
+    elif dof_w:
         estimates.append((noise_variance(ss_w, dof_w), "trials"))
     if dof_b:
         estimates.append((noise_variance(ss_b, dof_b), "runs"))
@@ -251,6 +282,12 @@ def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Nois
     variance = max(v for v, _ in estimates)
     source = " and ".join(name for _, name in estimates)
     return Noise(band_from_variance(variance), source, dof_w, dof_b)
+
+
+def within_noise(runs: list[Run]) -> Noise:
+    """The band from the runs' own trials (or the default) alone: the noise a drift is measured
+    against, since the scatter between the runs of a drift is the drift itself."""
+    return _noise(runs, [run.mu for run in runs], [[i] for i in range(len(runs))])
 
 
 def cluster_runs(mus: list[float], band: float) -> list[list[int]]:

@@ -2,7 +2,7 @@
 
 A *run* is the rows of one recipe with the same date, node, engine_version, engine_build, flags and
 env (flags and env by their normalised form); a *group* is the runs of one recipe at one setting
-(hardware, prompt_tokens, context_tokens, concurrency) for one metric. Rows without a prompt length
+(hardware, prompt_tokens, context_tokens, concurrency, request_rate) for one metric. Rows without a prompt length
 take no part.
 
 For speed every grouping column becomes an integer first: strings are dictionary-encoded with Arrow
@@ -30,16 +30,20 @@ import pyarrow.compute as pc
 from builder.analysis.candidates import candidate_trials
 from builder.analysis.noise import Run, RunMeta, TrialDetails
 from builder.content.flags import FlagSyntaxError, flag_map, format_value, parse_env
-from builder.content.models import METRICS
+from builder.content.models import METRICS, SPREADS
 from builder.data.rowfile import take_rows
 
 if TYPE_CHECKING:
     from builder.data.load import Site
 
-GroupKey = tuple[str, str, str, int, int, int]
-"""(recipe, metric, hardware, prompt_tokens, context_tokens, concurrency)."""
+GroupKey = tuple[str, str, str, int, int, int | None, float | None]
+"""(recipe, metric, hardware, prompt_tokens, context_tokens, concurrency, request_rate)."""
 
-_RUN = "date, run_class"
+_RUN = "date, time, run_class"
+_NO_CONCURRENCY = 0
+"""Stands for an open-loop run without a cap in the grouping columns (a cap is >= 1)."""
+_CLOSED_LOOP = 0.0
+"""Stands for a closed-loop run's request rate in the grouping columns (a rate is > 0)."""
 
 
 def _canon_flags(text: str) -> str:
@@ -131,13 +135,17 @@ class _Codes:
             "hardware": pc.take(pa.array(hw_of, pa.int32()), combo),
             "prompt_tokens": rows.column("prompt_tokens"),
             "context_tokens": rows.column("context_tokens"),
-            "concurrency": rows.column("concurrency"),
+            "concurrency": pc.fill_null(rows.column("concurrency"), _NO_CONCURRENCY),
+            "request_rate": pc.fill_null(rows.column("request_rate"), _CLOSED_LOOP),
             "output_tokens": rows.column("output_tokens"),
             "date": rows.column("date"),
+            "time": pc.fill_null(rows.column("time"), ""),
             "run_class": pc.take(pa.array(class_of, pa.int32()), combo),
+            "repetitions": rows.column("repetitions"),
         }
         for metric in METRICS:
             columns[metric] = rows.column(metric)
+            columns[SPREADS[metric]] = rows.column(SPREADS[metric])
         self.table = pa.table(columns)
 
 
@@ -205,6 +213,7 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
         "prompt_tokens",
         "context_tokens",
         "concurrency",
+        "request_rate",
         *_RUN.split(", "),
     )
     n = trials.num_rows
@@ -214,15 +223,17 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
     for name in key_names:
         column = trials.column(name).combine_chunks()
         # Nulls (engine_build, flags, env not recorded) compare as a value of their own.
-        values = pc.fill_null(column, -1) if name != "date" else column
+        values = pc.fill_null(column, -1) if name not in ("date", "time") else column
         arrays[name] = array = values.to_numpy(zero_copy_only=False)
         change[1:] |= array[1:] != array[:-1]
     starts = np.flatnonzero(change)
     ends = np.append(starts[1:], n)
     logs = np.log(trials.column("value").to_numpy())
-    counts = ends - starts
-    mus = np.add.reduceat(logs, starts) / counts
-    sss = np.add.reduceat((logs - np.repeat(mus, counts)) ** 2, starts)
+    weight = trials.column("weight").to_numpy()
+    spread = trials.column("spread").to_numpy()
+    counts = np.add.reduceat(weight, starts)
+    mus = np.add.reduceat(logs * weight, starts) / counts
+    sss = np.add.reduceat(weight * (logs - np.repeat(mus, ends - starts)) ** 2 + spread, starts)
 
     # Each run's keys, from its first trial; numpy's tolist, not Arrow's per-value conversion.
     head: dict[str, list[Any]] = {}
@@ -233,13 +244,15 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
             head[name] = arrays[name][starts].astype(object).tolist()  # datetime64[D] → dt.date
         else:
             head[name] = arrays[name][starts].tolist()
-    # A run's group (setting and metric) changes only where one of the first six keys does.
+    # A run's group (setting and metric) changes only where one of the first seven keys does.
     new_group = np.zeros(len(starts), dtype=bool)
     new_group[:1] = True
-    for name in key_names[:6]:
+    for name in key_names[:7]:
         at_start = arrays[name][starts]
         new_group[1:] |= at_start[1:] != at_start[:-1]
     value = trials.column("value").to_numpy().tolist()
+    weights = weight.tolist()
+    spreads = spread.tolist()
     taken = pc.take(site.rows.column("output_tokens"), trials.column("pos")).combine_chunks()
     if taken.null_count == 0:
         output: list[int | None] = taken.to_numpy().tolist()
@@ -295,17 +308,21 @@ def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Ru
                 codes.hardware[head["hardware"][r]],
                 head["prompt_tokens"][r],
                 head["context_tokens"][r],
-                head["concurrency"][r],
+                None if head["concurrency"][r] == _NO_CONCURRENCY else head["concurrency"][r],
+                None if head["request_rate"][r] == _CLOSED_LOOP else head["request_rate"][r],
             )
             runs = groups[group]
         _, node, version, build, _, _ = codes.classes[head["run_class"][r]]
         runs.append(
             Run(
                 date=head["date"][r],
+                time=head["time"][r] or None,
                 node=node,
                 engine_version=version,
                 engine_build=build,
                 trials=value[lo:hi],
+                weights=weights[lo:hi],
+                spreads=spreads[lo:hi],
                 outputs=output[lo:hi],
                 details=details,
                 positions=range(lo, hi),

@@ -39,7 +39,8 @@ def format_github(
         props = f"file={_escape_github(path, prop=True)}"
         if finding.get("line") is not None:
             props += f",line={finding['line']}"
-        title = _escape_github(f"non-reproducing {finding.get('metric')}", prop=True)
+        kind = "drifting" if finding.get("kind") == "drift" else "non-reproducing"
+        title = _escape_github(f"{kind} {finding.get('metric')}", prop=True)
         message = finding.get("summary") or json.dumps(finding, default=str)
         if finding.get("explanation"):
             message = f"{message}. {finding['explanation']}"

@@ -145,6 +145,8 @@ def row_columns_markdown() -> str:
     lines = ["| key | type | required | meaning |", "| --- | --- | --- | --- |"]
     for column in models.ROW_SCHEMA.values():
         need = "yes" if column.required else "metric" if isinstance(column.quantity, models.Measured) else ""
+        if column.required_unless is not None:
+            need = f"unless `{column.required_unless}`"
         meaning = " ".join(docs[column.name].split()).replace("``", "`").replace("|", "\\|")
         cells = (f"`{column.name}`", column.kind, need, meaning)
         lines.append("|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from builder.analysis.annotations import LocatedAnnotation, attach_annotations
+from builder.analysis.comparable import not_compared
 from builder.analysis.findings import Finding, find_non_reproduction
 from builder.analysis.run_groups import Combinations, combinations
 from builder.config import SiteConfig
@@ -68,6 +69,7 @@ class CheckReport:
 def brief(finding: Finding) -> dict[str, Any]:
     """The keys of a finding that the text and GitHub formats print (``as_json`` builds every run)."""
     return {
+        "kind": finding.kind,
         "recipe": finding.recipe,
         "metric": finding.metric,
         "summary": finding.summary(),
@@ -117,6 +119,10 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
     # Findings only for a valid site, as the build reconciles only then; row statuses are not needed.
     convert = Finding.as_json if full else brief
     findings = [] if problems else converted_findings(site, annotations, problems, convert)
+    if not problems:
+        for row in not_compared(site):
+            parsed = site.row_files[row.file_id]
+            problems.warn(parsed.source.rel, parsed.line_of(row.file_row), row.message, kind="not_compared")
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
     return CheckReport(stats, sorted(problems.errors), sorted(problems.warnings), findings, strict)

@@ -171,8 +171,9 @@ def snapshot(config: SiteConfig, label: str) -> Snapshot:
     site = loaded.site
     snap = Snapshot(label, errors=sorted(loaded.problems.errors), reconciled=loaded.recon is not None)
     columns = ", ".join(ROW_FIELDS)
+    recipe_at = ROW_FIELDS.index("recipe")
     for row in site.con.sql(f"SELECT {columns} FROM rows").fetchall():
-        snap.rows.setdefault(row[_INDEX["recipe"]], Counter())[tuple(row)] += 1
+        snap.rows.setdefault(row[recipe_at], Counter())[tuple(row)] += 1
     for pages in (site.recipes, site.case_studies, site.posts):
         for page in pages.values():
             snap.pages[page.doc.rel] = page.doc.digest
@@ -263,7 +264,17 @@ def compare(base: Snapshot, head: Snapshot) -> SiteDiff:
 
 _MEASUREMENT = tuple(
     ROW_FIELDS.index(name)
-    for name in ("date", "node", "prompt_tokens", "context_tokens", "output_tokens", "concurrency", *METRICS)
+    for name in (
+        "date",
+        "time",
+        "node",
+        "prompt_tokens",
+        "context_tokens",
+        "output_tokens",
+        "concurrency",
+        "request_rate",
+        *METRICS,
+    )
 )
 """Fields that make a row the same measurement; a change elsewhere (notes, flags...) is an edit."""
 
@@ -304,7 +315,16 @@ def diff_revisions(config: SiteConfig, base_ref: str, head_ref: str | None = Non
 
 # ------------------------------------------------------------------------------------------ markdown
 
-_ROW_COLUMNS = ("date", "node", "engine_version", "prompt_tokens", "context_tokens", "concurrency", *METRICS)
+_ROW_COLUMNS = (
+    "date",
+    "node",
+    "engine_version",
+    "prompt_tokens",
+    "context_tokens",
+    "concurrency",
+    "request_rate",
+    *METRICS,
+)
 _INDEX = {name: i for i, name in enumerate(ROW_FIELDS)}
 _MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"})
 
@@ -353,7 +373,8 @@ def _setting_text(view: HeadlineView | None) -> str:
     if view is None:
         return ""
     s = dict(view.setting)
-    return f"prompt {s.get('prompt_tokens')}, context {s.get('context_tokens')}, concurrency {s.get('concurrency')}"
+    load = s.get("load") or f"concurrency {s.get('concurrency')}"
+    return f"prompt {s.get('prompt_tokens')}, context {s.get('context_tokens')}, {load}"
 
 
 def _finding_line(data: dict[str, Any]) -> str:

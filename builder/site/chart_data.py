@@ -76,7 +76,7 @@ class RecipeRows:
                 hw = hardware[node] = node_hw.get(node, "")
             # Keyed by hardware, not node: rows of one setting measured on two nodes of the same
             # hardware are one setting (as figures.pick_cell sees them).
-            key = (hw, r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"])
+            key = (hw, r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"], r.get("request_rate"))
             group = settings.get(key)
             if group is None:
                 group = settings[key] = (Setting(*key), [])
@@ -194,7 +194,7 @@ def prompt_chart(rows: RecipeRows) -> Chart | None:
     groups = [
         (setting, trials)
         for setting, trials in rows.settings
-        if setting.prompt_tokens is not None and not setting.context_tokens
+        if setting.prompt_tokens is not None and not setting.context_tokens and not setting.open_loop
     ]
     groups.sort(key=lambda g: (g[0].concurrency, g[0].prompt_tokens or 0, g[0].hardware))
     for setting, trials in groups:
@@ -242,7 +242,12 @@ def concurrency_chart(rows: RecipeRows) -> Chart | None:
     values: list[list[Any]] = []
     statuses: list[str] = []
     unrecorded: list[str] = []
-    groups = [(setting, trials) for setting, trials in rows.settings if not setting.context_tokens]
+    # Open-loop runs have no concurrency to plot against (a cap, at most): they stay in the table.
+    groups = [
+        (setting, trials)
+        for setting, trials in rows.settings
+        if not setting.context_tokens and not setting.open_loop
+    ]
     for metric, measure in _THROUGHPUT:
         for setting, trials in groups:
             prompt = "not recorded" if setting.prompt_tokens is None else f"{setting.prompt_tokens:,} tokens"
@@ -293,7 +298,8 @@ def _finding_setting(setting: Any) -> str:
                 str(setting.get("hardware", "")),
                 setting.get("prompt_tokens"),
                 int(setting.get("context_tokens") or 0),
-                int(setting["concurrency"]),
+                None if setting.get("concurrency") is None else int(setting["concurrency"]),
+                None if setting.get("request_rate") is None else float(setting["request_rate"]),
             ).label()
         except (KeyError, TypeError, ValueError):
             return ", ".join(f"{k} {v}" for k, v in setting.items())

@@ -236,8 +236,14 @@ def _slot_rank(
         return (0,)
     known = settings.get(id(setting))  # settings are shared objects: their keys are worked out once
     if known is None:
-        shape = (setting.prompt_tokens, setting.context_tokens, setting.concurrency)
-        load = -setting.concurrency if slot.quantity in AT_LOAD else setting.concurrency
+        # An open-loop setting is never a headline's (their shape has no rate): ``None`` matches none.
+        shape = (
+            None
+            if setting.open_loop
+            else (setting.prompt_tokens, setting.context_tokens, setting.concurrency)
+        )
+        level = setting.concurrency or 0
+        load = (setting.open_loop, -level if slot.quantity in AT_LOAD else level)
         known = settings[id(setting)] = (shape, load, setting.sort_key())
     shape, load, order = known
     at_headline = shape in shapes and any(headlines.get(r) == shape for r in slot.recipes)
@@ -345,7 +351,7 @@ def single_stream_figure(recipe: Recipe, grid: FigureGrid) -> tuple[Setting, Cel
     its best (matching rows first, then the latest, then the most trials)."""
     candidates = []
     for setting in grid.settings_of("decode_tok_s", recipe.slug):
-        if setting is not None and setting.concurrency == 1:
+        if setting is not None and setting.concurrency == 1 and not setting.open_loop:
             cell = grid.cell("decode_tok_s", setting, recipe.slug)
             if cell is not None:
                 candidates.append((setting, cell))

@@ -37,7 +37,7 @@ from builder.content.markdown import Markdown
 from builder.content.models import ROW_SCHEMA, Row
 from builder.data.load import Site
 from builder.site import deps
-from builder.site.arrowjson import json_array_pieces
+from builder.site.arrowjson import json_array_pieces, json_values
 from builder.site.context import PageJob, RenderContext
 from builder.site.deps import Batch, Files, Unit
 from builder.site.export_table import Export, export_table
@@ -219,7 +219,24 @@ def _rows_json(export: Export) -> Iterator[tuple[str, list[memoryview]]]:
     # Statuses are shared by every row of one metadata combination: each is written once.
     statuses = pa.array([_json(_status_json(k))[:-1].decode() for k in kinds], pa.string())
     rows = rows.append_column("status", pc.take(statuses, pa.array(codes)))
-    return json_array_pieces(rows, table.column("recipe"), raw={"status"})
+    raw = {"status"}
+    for column in ROW_SCHEMA.values():
+        if column.infinite:  # JSON has no infinity: an unlimited rate is written "inf", as rows take it
+            rows = rows.set_column(
+                rows.schema.get_field_index(column.name),
+                column.name,
+                _infinite_json(rows.column(column.name)),
+            )
+            raw.add(column.name)
+    return json_array_pieces(rows, table.column("recipe"), raw=raw)
+
+
+def _infinite_json(column: pa.ChunkedArray) -> pa.Array:
+    """JSON text of a number column that takes ``inf``: numbers as numbers, infinity as ``"inf"``."""
+    values = column.combine_chunks()
+    infinite = pc.fill_null(pc.is_inf(values), False)
+    finite = pc.if_else(infinite, pa.scalar(None, values.type), values)
+    return pc.if_else(infinite, '"inf"', json_values(finite))
 
 
 def recipe_document(

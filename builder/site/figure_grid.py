@@ -44,6 +44,7 @@ SCHEMA = pa.schema(
             "prompt_tokens",
             "context_tokens",
             "concurrency",
+            "request_rate",
             *QUANTITIES,
         )
     ]
@@ -90,6 +91,12 @@ def _ranks(recon: Reconciliation, row_ids: np.ndarray) -> tuple[np.ndarray, np.n
 _EPOCH = dt.date(1970, 1, 1)
 _NO_PROMPT = np.iinfo(np.int64).max // 2
 """Stands for a prompt length not recorded: above every real one, as ``Setting.sort_key`` orders."""
+
+
+_CLOSED_LOOP = -1.0
+"""Stands for a closed-loop run's request rate (a rate is > 0), as ``Setting.sort_key`` orders."""
+_NO_CAP = 0
+"""Stands for an open-loop run without a concurrency cap (a cap is >= 1)."""
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,18 +149,32 @@ class FigureGrid:
         # codes sort as Setting.sort_key does (a prompt not recorded after every recorded one).
         prompts, prompt_code = _dense(pc.fill_null(table.column("prompt_tokens"), _NO_PROMPT).to_numpy())
         contexts, context_code = _dense(pc.fill_null(table.column("context_tokens"), 0).to_numpy())
-        levels, level_code = _dense(table.column("concurrency").to_numpy())
-        combined = ((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(
-            levels
-        ) + level_code
+        # Closed-loop runs (no rate: -1) before open-loop ones; a missing cap (0) before every cap.
+        rates, rate_code = _dense(pc.fill_null(table.column("request_rate"), _CLOSED_LOOP).to_numpy())
+        levels, level_code = _dense(pc.fill_null(table.column("concurrency"), _NO_CAP).to_numpy())
+        combined = (
+            ((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(rates) + rate_code
+        ) * len(levels) + level_code
         distinct, setting_code = _dense(combined)
         rest, c = np.divmod(distinct, len(levels))
+        rest, r = np.divmod(rest, len(rates))
         rest, x = np.divmod(rest, len(contexts))
         h, p = np.divmod(rest, len(prompts))
         self._settings = [
-            Setting(hw_names[hw_i], None if prompt == _NO_PROMPT else prompt, context, level)
-            for hw_i, prompt, context, level in zip(
-                h.tolist(), prompts[p].tolist(), contexts[x].tolist(), levels[c].tolist(), strict=True
+            Setting(
+                hw_names[hw_i],
+                None if prompt == _NO_PROMPT else prompt,
+                context,
+                None if level == _NO_CAP else level,
+                None if rate == _CLOSED_LOOP else rate,
+            )
+            for hw_i, prompt, context, rate, level in zip(
+                h.tolist(),
+                prompts[p].tolist(),
+                contexts[x].tolist(),
+                rates[r].tolist(),
+                levels[c].tolist(),
+                strict=True,
             )
         ]
         self._code_of = {id(setting): i for i, setting in enumerate(self._settings)}

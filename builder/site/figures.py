@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from builder.analysis.findings import load_text
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
 from builder.content.models import LOWER_IS_BETTER, QUANTITIES
 
@@ -40,7 +41,7 @@ SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER
 STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Setting:
     """Where a figure was measured: hardware and the benchmark shape."""
 
@@ -48,7 +49,17 @@ class Setting:
     prompt_tokens: int | None
     """``None`` when the source does not give the prompt length."""
     context_tokens: int
-    concurrency: int
+    concurrency: int | None
+    """The cap on concurrent requests; ``None`` for an open-loop run without one."""
+    request_rate: float | None = None
+    """Requests/s of an open-loop run (``inf``: unlimited); ``None`` for a closed-loop run."""
+
+    def __lt__(self, other: Setting) -> bool:
+        return self.sort_key() < other.sort_key()
+
+    @property
+    def open_loop(self) -> bool:
+        return self.request_rate is not None
 
     @property
     def comparable(self) -> bool:
@@ -64,7 +75,7 @@ class Setting:
         parts = [prompt]
         if self.context_tokens:
             parts.append(f"{self.context_tokens:,}-token context")
-        parts.append(f"concurrency {self.concurrency}")
+        parts.append(load_label(self.concurrency, self.request_rate))
         if hardware_name:
             parts.append(hardware_name)
         return " · ".join(parts)
@@ -75,8 +86,15 @@ class Setting:
             self.prompt_tokens is None,
             self.prompt_tokens or 0,
             self.context_tokens,
-            self.concurrency,
+            -1.0 if self.request_rate is None else self.request_rate,
+            self.concurrency or 0,
         )
+
+
+def load_label(concurrency: int | None, request_rate: float | None) -> str:
+    """How a setting loads the server: ``concurrency 8``; an open-loop run's rate, ``10 req/s`` or
+    ``∞ req/s`` (unlimited), with its cap when it has one."""
+    return load_text({"concurrency": concurrency, "request_rate": request_rate})
 
 
 def setting_of(row: Row, node_hardware: dict[str, str]) -> Setting:
@@ -85,6 +103,7 @@ def setting_of(row: Row, node_hardware: dict[str, str]) -> Setting:
         row["prompt_tokens"],
         row["context_tokens"] or 0,
         row["concurrency"],
+        row.get("request_rate"),
     )
 
 

@@ -51,12 +51,14 @@ def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
         updated=finding.date,
         row_ids=sorted(finding.row_ids),
         status_label=STATUS_LABELS.get((finding.annotation or {}).get("status", ""), ""),
+        reference_side=finding.reference.as_json(),
+        departing_side=finding.departing.as_json(),
     )
     return data
 
 
-FULL_PER_GROUP = 2
-"""Findings of one group shown in full on a recipe page; the rest of the group as table rows."""
+FULL_PER_GROUP = 1
+"""Findings of one group shown in full; the group's settings and metrics as a table inside it."""
 RECIPES_PER_PAGE = 50
 """Recipes per page of ``/findings/`` (pages ``/findings/page/<n>/`` after the first)."""
 FEED_ENTRIES = 50
@@ -65,36 +67,32 @@ FEED_ENTRIES = 50
 
 def finding_row(finding: Finding, site: Site) -> dict[str, Any]:
     """A finding as one row of a table: what it is and by how much, without the runs' details."""
-    earlier, later = finding.earlier, finding.later
+    reference, departing = finding.reference, finding.departing
     return {
         **_labels(finding),
-        "earlier": {"value": earlier.value, "dates": [d.isoformat() for d in earlier.dates]},
-        "later": {"value": later.value, "dates": [d.isoformat() for d in later.dates]},
+        "reference": {"value": reference.value, "dates": [d.isoformat() for d in reference.dates]},
+        "departing": {"value": departing.value, "dates": [d.isoformat() for d in departing.dates]},
         "direction": finding.direction,
         "explained_by": [d.field for d in finding.explanation.explained_by],
         "row_ids": sorted(finding.row_ids),
     }
 
 
-def _departing_key(finding: Finding) -> tuple[bool, tuple[tuple[str, str], ...]]:
-    return (not finding.is_open, tuple(sorted((r.date.isoformat(), r.node) for r in finding.departing.runs)))
-
-
 def finding_groups(findings: list[Finding], site: Site, full: int = FULL_PER_GROUP) -> list[dict[str, Any]]:
-    """A recipe's findings grouped by the runs that depart (open groups first): one planted slow run
-    shows up at every setting it covered, and reads as one story, not dozens of banners. Each
-    group: its first ``full`` findings as views, the others as table rows."""
-    groups: dict[tuple[bool, tuple[tuple[str, str], ...]], list[Finding]] = {}
+    """A recipe's findings by their ``group`` (open groups first): one regression seen at every
+    setting and metric it covered reads as one finding, not dozens of banners. Each group: its first
+    ``full`` findings as views, and every member as a row of its table of settings."""
+    groups: dict[tuple[bool, str], list[Finding]] = {}
     for finding in findings:
-        groups.setdefault(_departing_key(finding), []).append(finding)
+        groups.setdefault((not finding.is_open, finding.group), []).append(finding)
     out = []
-    for (annotated, departing), members in sorted(groups.items(), key=lambda kv: kv[0][0]):
+    for (annotated, group), members in sorted(groups.items(), key=lambda kv: kv[0][0]):
         out.append(
             {
+                "id": group,
                 "is_open": not annotated,
-                "departing": [{"date": d, "node": n} for d, n in departing],
                 "full": [finding_view(f, site) for f in members[:full]],
-                "more": [finding_row(f, site) for f in members[full:]],
+                "settings": [finding_row(f, site) for f in members] if len(members) > 1 else [],
             }
         )
     return out
@@ -122,11 +120,13 @@ def _by_recipe(ctx: RenderContext, is_open: bool) -> list[tuple[str, list[Findin
 
 
 def _summaries(ctx: RenderContext, groups: list[tuple[str, list[Finding]]]) -> list[dict[str, Any]]:
-    """Per recipe: its first finding in full and how many more it has (its page shows them all)."""
-    return [
-        {"slug": slug, "first": finding_view(members[0], ctx.site), "more": len(members) - 1}
-        for slug, members in groups
-    ]
+    """Per recipe: its first group of findings (one finding with its table of settings) and how many
+    more groups it has (its page shows them all)."""
+    out = []
+    for slug, members in groups:
+        grouped = finding_groups(members, ctx.site)
+        out.append({"slug": slug, "first": grouped[0], "more": len(grouped) - 1})
+    return out
 
 
 def findings_page_count(ctx: RenderContext) -> int:

@@ -17,7 +17,10 @@ from typing import Any
 
 from markupsafe import Markup
 
+from builder.content.models import DETAILS, QUANTITIES, SPREADS
 from builder.site.formats import fmt_number
+
+_DETAIL_LABELS = [(name, QUANTITIES[name].label, QUANTITIES[name].unit) for name in DETAILS]
 
 
 def _esc(text: str) -> str:
@@ -73,8 +76,39 @@ def _status_cell(st: Any) -> str:
     )
 
 
+def _load_cell(r: Mapping[str, Any]) -> str:
+    """The concurrency column: a closed-loop run's concurrency, or an open-loop run's rate and cap."""
+    rate, cap = r["request_rate"], r["concurrency"]
+    if rate is None:
+        return fmt_number(cap)
+    text = "∞ req/s" if rate == float("inf") else f"{fmt_number(rate)} req/s"
+    return text if cap is None else f"{text}, cap {fmt_number(cap)}"
+
+
+def _metric_cell(r: Mapping[str, Any], metric: str) -> str:
+    value = fmt_number(r[metric])
+    spread = r[SPREADS[metric]]
+    if spread is not None and r[metric] is not None:
+        value += f' <span class="muted small">± {fmt_number(spread)}</span>'
+    return f'<td class="n">{value}</td>'
+
+
+def _details_text(r: Mapping[str, Any]) -> str:
+    """Percentiles, spread count, time and burstiness: shown with the row, never compared."""
+    parts = [
+        f"{label} {fmt_number(r[name])} {unit}" for name, label, unit in _DETAIL_LABELS if r[name] is not None
+    ]
+    if r["repetitions"] is not None:
+        parts.append(f"mean ± sd over {fmt_number(r['repetitions'])} repetitions")
+    if r["time"] is not None:
+        parts.append(f"started {r['time']}")
+    if r["burstiness"] is not None:
+        parts.append(f"burstiness {fmt_number(r['burstiness'])}")
+    return f'<p class="small muted">{_esc("; ".join(parts))}</p>' if parts else ""
+
+
 def _notes_cell(r: Mapping[str, Any]) -> str:
-    parts = []
+    parts = [_details_text(r)]
     if r["source"]:
         parts.append(f'<span class="source">{_esc(r["source"])}</span>')
     if r["harness"]:
@@ -126,7 +160,16 @@ def row_table_rows(
         engine = engines.get(engine_key)
         if engine is None:
             engine = engines[engine_key] = _engine_cell(r, default_engine)
-        notes_key = (r["source"], r["harness"], r["contributor"], r["notes"])
+        notes_key = (
+            r["source"],
+            r["harness"],
+            r["contributor"],
+            r["notes"],
+            r["time"],
+            r["burstiness"],
+            r["repetitions"],
+            *(r[name] for name in DETAILS),
+        )
         note = notes.get(notes_key)
         if note is None:
             note = notes[notes_key] = _notes_cell(r)
@@ -146,12 +189,12 @@ def row_table_rows(
             f"<td>{engine}</td>"
             f'<td class="n">{prompt}</td>'
             f'<td class="n">{num(r["context_tokens"])}</td>'
-            f'<td class="n">{int(r["concurrency"])}</td>'
-            f'<td class="n">{num(r["decode_tok_s"])}</td>'
-            f'<td class="n">{num(r["aggregate_tok_s"])}</td>'
-            f'<td class="n">{num(r["prefill_tok_s"])}</td>'
-            f'<td class="n">{num(r["ttft_ms"])}</td>'
-            f'<td class="n">{num(r["itl_ms"])}</td>'
+            f'<td class="n">{_load_cell(r)}</td>'
+            f"{_metric_cell(r, 'decode_tok_s')}"
+            f"{_metric_cell(r, 'aggregate_tok_s')}"
+            f"{_metric_cell(r, 'prefill_tok_s')}"
+            f"{_metric_cell(r, 'ttft_ms')}"
+            f"{_metric_cell(r, 'itl_ms')}"
             f"<td>{cell}</td>"
             f'<td class="notes">{note}</td>'
             "</tr>\n"

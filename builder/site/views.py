@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from builder.analysis.findings import load_text
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.content.markdown import slugify
@@ -61,6 +62,10 @@ _ROW_ORDER = [
     ("row_id", "ascending", "at_end"),
 ]
 """A recipe's rows, newest first (nulls last, as ``ORDER BY`` puts them); ``row_id`` breaks ties."""
+
+
+def _setting_key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["prompt_tokens"], r["context_tokens"], r["concurrency"], r["request_rate"])
 
 
 class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
@@ -192,17 +197,17 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
         return None
     wanted = recipe.meta.headline
     if wanted is not None:
-        key = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+        key: tuple[Any, ...] = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency, None)
     else:
         counts: dict[tuple[Any, ...], int] = defaultdict(int)
         for r in matching:
-            if r["concurrency"] == 1:
-                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
+            if r["concurrency"] == 1 and r["request_rate"] is None:
+                counts[_setting_key(r)] += 1
         if not counts:
             for r in matching:
-                counts[(r["prompt_tokens"], r["context_tokens"], r["concurrency"])] += 1
-        key = max(counts, key=lambda k: (counts[k], -(k[0] or 0)))
-    at_setting = [r for r in matching if (r["prompt_tokens"], r["context_tokens"], r["concurrency"]) == key]
+                counts[_setting_key(r)] += 1
+        key = max(counts, key=lambda k: (counts[k], -(k[0] or 0), k[3] is None))
+    at_setting = [r for r in matching if _setting_key(r) == key]
     if not at_setting:
         return None
 
@@ -229,7 +234,13 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
     weights = next((r["weights_gib"] for r in run if r["weights_gib"] is not None), None)
     kv_pool = next((r["kv_pool_tokens"] for r in run if r["kv_pool_tokens"] is not None), None)
     return Headline(
-        {"prompt_tokens": key[0], "context_tokens": key[1], "concurrency": key[2]},
+        {
+            "prompt_tokens": key[0],
+            "context_tokens": key[1],
+            "concurrency": key[2],
+            "request_rate": key[3],
+            "load": load_text({"concurrency": key[2], "request_rate": key[3]}),
+        },
         latest[0],
         latest[1],
         figures,

@@ -16,49 +16,72 @@ from hypothesis import strategies as st
 
 from builder.analysis.candidates import SLACK, TRIAL_COLUMNS, _integer_ranks, _ranks, candidate_trials
 from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
-from builder.content.models import METRICS
+from builder.content.models import METRICS, SPREADS
 
-SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency")
+SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency", "request_rate")
+RUN = ("date", "time", "run_class")
+
+
+def weighed(row: dict[str, Any], metric: str) -> tuple[float, float]:
+    """(repetitions the row stands for, its within-row sum of squares), read plainly."""
+    sd = row[SPREADS[metric]]
+    n = 2 if row["repetitions"] is None else row["repetitions"]
+    if sd is None or n < 2:
+        return 1.0, 0.0
+    return float(n), (n - 1) * (sd / row[metric]) ** 2
 
 
 def reference(rows: list[dict[str, Any]], exhaustive: bool) -> list[tuple[Any, ...]]:
     rows = [r for r in rows if r["prompt_tokens"] is not None]
     runs: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: (*(r[k] for k in SETTING), r["date"], r["run_class"], r["pos"])):
-        runs[(*(row[k] for k in SETTING), row["date"], row["run_class"])].append(row)
+    for row in sorted(rows, key=lambda r: (*(r[k] for k in SETTING), *(r[k] for k in RUN), r["pos"])):
+        runs[(*(row[k] for k in SETTING), *(row[k] for k in RUN))].append(row)
     out = []
     chosen: list[tuple[tuple[Any, ...], int]] = []
     for index, metric in enumerate(METRICS):
-        groups: dict[tuple[Any, ...], list[tuple[int, float, float, list[int]]]] = defaultdict(list)
+        groups: dict[tuple[Any, ...], list[tuple[float, float, float, list[int], bool]]] = defaultdict(list)
         for key, members in runs.items():
-            logs = [math.log(r[metric]) for r in members if r[metric] is not None and r[metric] > 0]
-            if not logs:
+            valid = [r for r in members if r[metric] is not None and r[metric] > 0]
+            if not valid:
                 continue
-            mu = sum(logs) / len(logs)
+            weights = [weighed(r, metric) for r in valid]
+            logs = [math.log(r[metric]) for r in valid]
+            count = sum(w for w, _ in weights)
+            mu = sum(w * x for (w, _), x in zip(weights, logs, strict=True)) / count
+            ss = sum(w * (x - mu) ** 2 + inner for (w, inner), x in zip(weights, logs, strict=True))
             outputs = [r["output_tokens"] for r in members if r["output_tokens"] is not None]
-            groups[key[:5]].append((len(logs), mu, sum((x - mu) ** 2 for x in logs), outputs))
+            reported = all(w > 1 for w, _ in weights)
+            groups[key[: len(SETTING)]].append((count, mu, ss, outputs, reported))
         for setting, stats in groups.items():
             m = len(stats)
             if m < 2:
                 continue
-            dof = sum(n - 1 for n, _, _, _ in stats)
-            spread = sum(ss for _, _, ss, _ in stats)
-            mus = sorted(mu for _, mu, _, _ in stats)
+            dof = sum(n - 1 for n, *_ in stats)
+            spread = sum(ss for _, _, ss, _, _ in stats)
+            mus = sorted(mu for _, mu, *_ in stats)
             gap = max(b - a for a, b in zip(mus, mus[1:], strict=False))
-            outputs = [o for *_, outs in stats for o in outs]
+            outputs = [o for *_, outs, _ in stats for o in outs]
             split = bool(outputs) and min(outputs) < max(outputs)
             prior = PRIOR_DOF * SIGMA0 * SIGMA0
-            variance = (prior + spread) / (PRIOR_DOF + dof) if dof > 0 else prior / (PRIOR_DOF + m - 1)
-            if exhaustive or split or gap > SLACK * max(FLOOR, K * math.sqrt(variance)):
+            if dof > 0 and all(reported for *_, reported in stats):
+                variance = spread / dof
+            elif dof > 0:
+                variance = (prior + spread) / (PRIOR_DOF + dof)
+            else:
+                variance = prior / (PRIOR_DOF + m - 1)
+            threshold = SLACK * max(FLOOR, K * math.sqrt(variance))
+            drift = m >= 3 and mus[-1] - mus[0] > threshold
+            if exhaustive or split or drift or gap > threshold:
                 chosen.append((setting, index))
     for setting, index in sorted(chosen):
         metric = METRICS[index]
         for key, members in runs.items():
-            if key[:5] != setting:
+            if key[: len(SETTING)] != setting:
                 continue
             for r in members:
                 if r[metric] is not None and r[metric] > 0:
-                    out.append((index, *setting, r["date"], r["run_class"], r["pos"], r[metric]))
+                    run = tuple(r[k] for k in RUN)
+                    out.append((index, *setting, *run, r["pos"], r[metric], *weighed(r, metric)))
     return out
 
 
@@ -77,13 +100,18 @@ def tables(draw: st.DrawFn) -> pa.Table:
             "hardware": draw(st.integers(0, 1)),
             "prompt_tokens": draw(st.sampled_from([None, 512, 2048])),
             "context_tokens": draw(st.sampled_from([0, 4096])),
-            "concurrency": draw(st.sampled_from([1, 8])),
+            "concurrency": draw(st.sampled_from([0, 1, 8])),
+            "request_rate": draw(st.sampled_from([0.0, 0.0, 10.0, math.inf])),
             "output_tokens": draw(st.sampled_from([None, 128, 256])),
             "date": dt.date(2026, 1, draw(st.integers(1, 4))),
+            "time": draw(st.sampled_from(["", "", "09:00"])),
             "run_class": draw(st.integers(0, 2)),
+            "repetitions": draw(st.sampled_from([None, 1, 3])),
         }
         for metric in METRICS:
             row[metric] = values(draw) if metric in ("decode_tok_s", "ttft_ms") else None
+            spread = draw(st.sampled_from([None, None, 0.0, 0.4])) if metric == "decode_tok_s" else None
+            row[SPREADS[metric]] = spread
         rows.append(row)
     schema = pa.schema(
         [
@@ -93,10 +121,14 @@ def tables(draw: st.DrawFn) -> pa.Table:
             ("prompt_tokens", pa.int64()),
             ("context_tokens", pa.int64()),
             ("concurrency", pa.int64()),
+            ("request_rate", pa.float64()),
             ("output_tokens", pa.int64()),
             ("date", pa.date32()),
+            ("time", pa.string()),
             ("run_class", pa.int32()),
+            ("repetitions", pa.int64()),
             *((metric, pa.float64()) for metric in METRICS),
+            *((SPREADS[metric], pa.float64()) for metric in METRICS),
         ]
     )
     return pa.Table.from_pylist(rows, schema=schema)

@@ -95,3 +95,39 @@ def test_github_annotations_point_at_the_departing_row(
     assert line.startswith(
         "::notice file=data/rows/tiny/synthetic.csv,line=4,title=non-reproducing decode_tok_s::"
     )
+
+
+def test_rows_no_comparison_can_use_are_warned_about_in_every_format(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = history(
+        run("2026-01-01", 100.0),  # line 2: compared with line 3
+        run("2026-02-01", 101.0),
+        run("2026-02-01", 50.0, prompt_tokens="unknown"),  # line 4
+        run("2026-02-01", 60.0, metric="aggregate_tok_s", concurrency="", request_rate=10),  # line 5
+    )
+    root = make_site(site_files(rows))
+    assert main(["check", "--root", str(root), "--format", "json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert [(w["kind"], w["path"], w["line"]) for w in warnings] == [
+        ("not_compared", "data/rows/tiny/synthetic.csv", 4),
+        ("not_compared", "data/rows/tiny/synthetic.csv", 5),
+    ]
+    assert "prompt length is unknown" in warnings[0]["message"]
+    assert "no other run of recipe 'tiny' measured this setting" in warnings[1]["message"]
+    assert "10 req/s" in warnings[1]["message"]
+    assert main(["check", "--root", str(root)]) == 0
+    text = capsys.readouterr().out
+    assert "data/rows/tiny/synthetic.csv:4: not compared: the prompt length is unknown" in text
+    assert main(["check", "--root", str(root), "--format", "github"]) == 0
+    github = capsys.readouterr().out
+    assert "::warning file=data/rows/tiny/synthetic.csv,line=5::not compared: no other run" in github
+
+
+def test_a_drift_is_titled_as_one_on_github(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    values = [100.0, 95.0, 90.25, 85.74, 81.45]  # each step -5 %, first to last -18.5 %
+    rows = history(*(run(f"2026-0{i + 1}-01", v) for i, v in enumerate(values)))
+    root = make_site(site_files(rows))
+    assert main(["check", "--root", str(root), "--format", "github"]) == 0
+    notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::notice")]
+    assert len(notices) == 1 and "title=drifting decode_tok_s::decode_tok_s drifts at" in notices[0]

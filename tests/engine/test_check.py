@@ -30,6 +30,7 @@ def test_brief_findings_are_the_full_ones_cut_down(make_site: MakeSite) -> None:
     assert sorted(f["annotation"] is None for f in full.findings) == [False, True]
     assert short.findings == [{key: f[key] for key in short.findings[0]} for f in full.findings]
     assert set(short.findings[0]) == {
+        "kind",
         "recipe",
         "metric",
         "summary",

@@ -83,6 +83,7 @@ FORMATS: dict[tuple[str, str], Callable[[int], str]] = {
     ("RecipeMeta", "flags"): lambda n: f"--max-num-seqs {n} --enforce-eager",
     ("Row", "flags"): lambda n: f"--max-num-seqs {n} --enforce-eager",
     ("Row", "env"): lambda n: f"SYNTH_EDIT={n}",
+    ("Row", "time"): lambda n: f"{n % 24:02d}:{n % 60:02d}",
 }
 """Text fields with a syntax of their own, which the models leave to the builder to check."""
 
@@ -193,6 +194,8 @@ class Facts:
                 for name in ("prompt_tokens", "concurrency", "context_tokens", "output_tokens"):
                     if row.get(name, "").isdigit():
                         counts[name][int(row[name])] += 1
+                if row.get("request_rate"):
+                    counts["request_rate"][float(row["request_rate"])] += 1
         self.measured = {
             name: sorted(v for v, n in values.items() if n >= 4) for name, values in counts.items()
         }
@@ -570,15 +573,17 @@ class Editor:
 def write_runs(root: Path) -> None:
     """Two runs per recipe on one hardware, the second 30 % off the first. Every metric is measured,
     at two output lengths (so that findings name theirs), twice (so that a finding outlives an edit
-    of one of its rows)."""
+    of one of its rows), closed-loop and open-loop at 10 requests/s (so that findings name a rate)."""
     output = generate.ROW_HEADER.index("output_tokens")
+    header = [*generate.ROW_HEADER, "request_rate"]
     for index, recipe in enumerate(sorted((root / "content" / "recipes").glob("*.md"))):
         meta, _ = split_front(recipe.read_text(encoding="utf-8"))
         node = f"synth-gpu-a-n{index % 3}"
         env = " ".join(f"{k}={v}" for k, v in meta["env"].items())
         for date, factor in ((RUN_A, 1.0), (RUN_B, 0.7)):
             rows = [
-                [*row[:output], tokens, *row[output + 1 :]]
+                [*row[:output], tokens, *row[output + 1 :], rate]
+                for rate in ("", "10")
                 for trial in range(2)
                 for tokens in ("256", "512")
                 for row in generate.run_rows(
@@ -595,7 +600,7 @@ def write_runs(root: Path) -> None:
                 )
             ]
             path = root / "data" / "rows" / recipe.stem / f"{date.isoformat()}-{node}.csv"
-            path.write_text(csv_text(generate.ROW_HEADER, rows), encoding="utf-8")
+            path.write_text(csv_text(header, rows), encoding="utf-8")
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from builder.site.downloads import (
     export_rows,
     pin_duckdb_identifier,
 )
-from tests.conftest import REPO
+from tests.conftest import REPO, MakeSite
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +148,32 @@ def test_duckdb_file_is_reproducible_across_row_groups() -> None:
         {"i": pa.array(range(n), pa.int64()), "s": pa.array([f"row {i * 7919 % n}" for i in range(n)])}
     )
     assert duckdb_file({"rows": table}) == duckdb_file({"rows": table})
+
+
+def test_an_unlimited_rate_round_trips_in_every_download(make_site: MakeSite, tmp_path: Path) -> None:
+    rows = (
+        "date,recipe,node,engine_version,prompt_tokens,concurrency,request_rate,aggregate_tok_s,ttft_p99_ms,"
+        "aggregate_tok_s_sd,repetitions\n"
+        "2026-01-03,tiny,node-a,1.0.0,512,,inf,900.5,88.25,3.5,3\n"
+        "2026-01-03,tiny,node-a,1.0.0,512,25,1.5,300,,,\n"
+    )
+    root = make_site({"data/rows/tiny/open.csv": rows})
+    out = tmp_path / "out"
+    build(load_config(root, out), cache=False)
+    records = [
+        r for r in csv.DictReader(io.StringIO((out / "data/rows.csv").read_text())) if r["request_rate"]
+    ]
+    assert [(r["concurrency"], r["request_rate"], r["ttft_p99_ms"], r["repetitions"]) for r in records] == [
+        ("", "inf", "88.25", "3"),
+        ("25", "1.5", "", ""),
+    ]
+    parquet = pq.read_table(out / "data/rows.parquet").to_pylist()
+    assert sorted(r["request_rate"] for r in parquet if r["request_rate"] is not None) == [1.5, float("inf")]
+    con = duckdb.connect(str(out / "data/recipes.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM rows WHERE isinf(request_rate)").fetchall() == [(1,)]
+    finally:
+        con.close()
+    doc = json.loads((out / "api/recipes/tiny.json").read_text(encoding="utf-8"))
+    open_rows = [r for r in doc["rows"] if r["request_rate"] is not None]
+    assert [(r["request_rate"], r["aggregate_tok_s_sd"]) for r in open_rows] == [("inf", 3.5), (1.5, None)]

@@ -43,8 +43,10 @@ def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path)
     text = banner.get_text(" ", strip=True)
     assert "Decode does not reproduce" in text
     values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
-    assert values[0].startswith("100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(" ,", ",")
-    assert values[1].startswith("70 ") and "2026-03-01" in values[1]
+    assert values[0].startswith("reference 100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(
+        " ,", ","
+    )
+    assert values[1].startswith("departing 70 ") and "2026-03-01" in values[1]
     assert "2,048-token prompt, context 0, concurrency 1" in text
     assert banner.select_one(".badge.bad").get_text(strip=True) == "-30.3% · worse"
     explained = [li.get_text(" ", strip=True) for li in banner.select(".finding-explanation li")]
@@ -166,18 +168,17 @@ def test_findings_of_one_departing_run_are_grouped_on_the_recipe_page(
     out = _build(make_site, tmp_path, _slow_run_everywhere(5))
     page = _soup(out / "recipes/tiny/index.html")
     section = page.select_one("section.findings")
-    banners = section.select(".banner.finding")
-    assert len(banners) == FULL_PER_GROUP  # the first findings of the group in full
-    [more] = section.select("details.finding-more")
-    summary = more.select_one("summary").get_text(" ", strip=True)
-    assert summary.startswith(f"{5 - FULL_PER_GROUP} more open findings where the same run departs")
-    assert "2026-03-01 on node-b" in summary
-    rows = more.select("table.findings-table tbody tr")
-    assert len(rows) == 5 - FULL_PER_GROUP
+    [banner] = section.select(".banner.finding")  # one group: one finding
+    assert FULL_PER_GROUP == 1
+    [table] = banner.select("details.finding-settings")
+    summary = table.select_one("summary").get_text(" ", strip=True)
+    assert summary == "The same runs, the same explanation, at 5 settings and metrics"
+    rows = table.select("table.findings-table tbody tr")
+    assert len(rows) == 5
     cells = [td.get_text(" ", strip=True) for td in rows[0].select("td")]
-    assert cells[1].startswith("100.5 ") and cells[2].startswith("70 ") and cells[3].startswith("-30.3%")
-    # Every finding keeps its anchor, and every run's rows stay marked.
-    anchors = {b["id"] for b in banners} | {tr["id"] for tr in rows}
+    assert cells[1].startswith("100.5") and cells[2].startswith("70") and cells[3].startswith("-30.3%")
+    # Every finding keeps its anchor (the first is the banner's), and every run's rows stay marked.
+    anchors = {banner["id"]} | {tr["id"] for tr in rows if tr.has_attr("id")}
     assert len(anchors) == 5 and all(a.startswith("finding-tiny-decode_tok_s-") for a in anchors)
     assert len(page.select("table.rows tr.in-finding")) == 15
 
@@ -188,9 +189,9 @@ def test_findings_page_shows_each_recipe_once_and_pages_past_the_limit(
     out = _build(make_site, tmp_path, _slow_run_everywhere(3))
     page = _soup(out / "findings/index.html")
     [item] = page.select("section[aria-labelledby=open-h] article.finding")
-    more = item.select_one(".finding-more a")
-    assert more.get_text(strip=True) == "2 more open findings on this recipe's page"
-    assert more["href"] == "../recipes/tiny/#findings-h"
+    # One group: one finding with its three settings, nothing more to link to.
+    assert len(item.select("details.finding-settings tbody tr")) == 3
+    assert item.select_one(".finding-more") is None
     assert "3 open in 1 recipe" in page.select_one("header.page-head p.muted").get_text(" ", strip=True)
     assert page.select("nav.pager") == []
     # With one recipe a page, a second recipe with findings goes to /findings/page/2/.
@@ -223,3 +224,43 @@ def test_feed_keeps_the_newest_findings_only(
     out = _build(make_site, tmp_path, _slow_run_everywhere(3))
     entries = ET.fromstring((out / "findings/feed.xml").read_bytes()).findall(f"{ATOM}entry")
     assert len(entries) == 2
+
+
+def test_two_regressions_of_one_recipe_are_two_findings(make_site: MakeSite, tmp_path: Path) -> None:
+    rows = _slow_run_everywhere(2)
+    # Another slow run, on another date: other departing runs, another group.
+    rows += run("2026-04-01", 50.0, concurrency=1, node="node-b", engine_version="1.1.0")
+    out = _build(make_site, tmp_path, rows)
+    page = _soup(out / "recipes/tiny/index.html")
+    banners = page.select("section.findings .banner.finding")
+    assert len(banners) == 2 and len({b["data-group"] for b in banners}) == 2
+    assert [len(b.select("details.finding-settings tbody tr")) for b in banners] == [2, 0]
+    listing = _soup(out / "findings/index.html")
+    [item] = listing.select("section[aria-labelledby=open-h] article.finding")
+    assert (
+        item.select_one(".finding-more a").get_text(strip=True) == "1 more open finding on this recipe's page"
+    )
+
+
+def test_real_regressions_read_as_one_loss_each_on_their_pages(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.conftest import SITES
+
+    root = tmp_path / "real"
+    shutil.copytree(SITES / "real-regressions", root)
+    out = tmp_path / "out"
+    build(load_config(root, out), cache=False)
+    spark = _soup(out / "recipes/spark-vllm-prefill/index.html")
+    [banner] = spark.select("section.findings .banner.finding")
+    pairs = [" ".join(p.get_text(" ", strip=True).split()) for p in banner.select(".figure-pair")]
+    assert pairs[0].startswith("reference 420.05") and "0.17.1.rc1" in pairs[0]
+    assert pairs[1].startswith("departing 355.15") and "0.17.2rc1.dev7" in pairs[1]
+    assert len(banner.select("details.finding-settings tbody tr")) == 12
+    # The reported spread is shown with each figure.
+    assert "1,479.18 ± 1.11" in " ".join(spark.select_one("table.rows").get_text(" ", strip=True).split())
+    qwen = _soup(out / "recipes/qwen2.5-vl-3b/index.html")
+    [banner] = qwen.select("section.findings .banner.finding")
+    assert "200 req/s" in banner.select_one(".finding-setting").get_text(" ", strip=True)
+    cells = [td.get_text(" ", strip=True) for td in qwen.select("table.rows tbody tr")[0].select("td")]
+    assert "200 req/s" in cells
