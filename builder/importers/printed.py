@@ -19,7 +19,7 @@ from builder.errors import Problems
 from builder.importers import Measurement, decode
 from builder.importers.serving import Result, measurement
 
-HEADER_RE = re.compile(r"^\s*=+ ?Serving Benchmark Result ?=+\s*$")
+HEADER_RE = re.compile(r"^(?P<prefix>\s*(?:[#>] ?)?)=+ ?Serving Benchmark Result ?=+\s*$")
 _END_RE = re.compile(r"^\s*=+\s*$")
 _RULE_RE = re.compile(r"^\s*-{3,}.*-{3,}\s*$")
 _LINE_RE = re.compile(r"^\s*(?P<label>[^:]+?):\s*(?P<value>\S(?:.*\S)?)?\s*$")
@@ -41,8 +41,15 @@ class Block:
 
 
 def blocks(text: str) -> list[Block]:
-    """Every summary of ``text`` in order (an unterminated last one ends with the text)."""
+    """Every summary of ``text`` in order (an unterminated last one ends with the text).
+
+    A log pasted as comments or a quote (every line starting ``# `` or ``> ``) is read without that mark.
+    """
     lines = text.replace("\r\n", "\n").split("\n")
+    header = next((m for line in lines if (m := HEADER_RE.match(line))), None)
+    mark = header["prefix"].strip() if header else ""
+    if mark:
+        lines = [re.sub(rf"^\s*{re.escape(mark)} ?", "", line) for line in lines]
     out: list[Block] = []
     start = 0
     i = 0
