@@ -14,6 +14,7 @@ SQL for speed; a property test keeps that in agreement with :class:`Row`.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import types
 from collections.abc import Iterator
@@ -25,6 +26,8 @@ from pydantic.fields import FieldInfo
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
+TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+CONCURRENCY_NEEDED = "missing value for concurrency (required unless request_rate gives an open-loop run)"
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=120)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
@@ -210,6 +213,14 @@ class SpreadOf:
 
 
 @dataclass(frozen=True)
+class RequiredUnless:
+    """Marks an optional row field that must be given when ``other`` is not (a closed-loop run's
+    concurrency: an open-loop run has a request rate instead)."""
+
+    other: str
+
+
+@dataclass(frozen=True)
 class EmptyMeans:
     """Marks an optional row field whose empty cell loads as ``value`` rather than null."""
 
@@ -225,7 +236,7 @@ class Row(_Model):
 
     date: dt.date
     """Day of the measurement, ``YYYY-MM-DD``."""
-    time: str | None = None
+    time: Annotated[str, StringConstraints(pattern=TIME_PATTERN)] | None = None
     """Time of day the run started, ``HH:MM``, when the tool records it: orders runs of one date."""
     recipe: Slug
     """Slug of the recipe the run was meant to follow."""
@@ -235,8 +246,8 @@ class Row(_Model):
     """Engine version the run reported (``unknown`` if not recorded)."""
     prompt_tokens: PositiveInt | Literal["unknown"]
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
-    concurrency: PositiveInt
-    """Concurrent requests (>= 1): the run's cap."""
+    concurrency: Annotated[PositiveInt | None, RequiredUnless("request_rate")] = None
+    """Concurrent requests (>= 1): the run's cap; required unless ``request_rate`` gives an open-loop run."""
     request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | None = None
     """Requests/s of an open-loop run, a positive number or ``inf``; empty for a closed-loop run."""
     burstiness: Annotated[float, Field(gt=0)] | None = None
@@ -306,6 +317,18 @@ class Row(_Model):
     notes: str | None = None
     """Anything a reader needs to interpret the figure."""
 
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _infinite_rate(cls, value: Any) -> Any:
+        # ``inf`` (any case) is the one word the column takes: an unlimited rate.
+        return math.inf if isinstance(value, str) and value.lower() == "inf" else value
+
+    @model_validator(mode="after")
+    def _closed_loop_needs_concurrency(self) -> Row:
+        if self.concurrency is None and self.request_rate is None:
+            raise ValueError(CONCURRENCY_NEEDED)
+        return self
+
 
 ColumnKind = Literal["date", "text", "integer", "number"]
 _KINDS: dict[Any, ColumnKind] = {dt.date: "date", str: "text", int: "integer", float: "number"}
@@ -329,6 +352,14 @@ class RowColumn:
     """How pages show the column, when they show it as a figure."""
     spread_of: str | None = None
     """The metric whose spread the column holds (``decode_tok_s_sd`` → ``decode_tok_s``)."""
+    above: float | None = None
+    """Exclusive lower bound of a ``number`` column (``request_rate`` > 0)."""
+    infinite: bool = False
+    """Whether a ``number`` column also takes ``inf`` (loaded as +infinity)."""
+    pattern: str | None = None
+    """The regular expression an optional ``text`` column's cells match (``time``)."""
+    required_unless: str | None = None
+    """The column whose value makes this optional one unnecessary (see :class:`RequiredUnless`)."""
 
 
 def _accepted(annotation: Any, metadata: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
@@ -354,8 +385,9 @@ def _row_column(name: str, info: FieldInfo) -> RowColumn:
     kind = _KINDS[plain.pop()]
     constraints = [item for _, metadata in accepted for item in metadata]
     minimum = next((item.ge for item in constraints if getattr(item, "ge", None) is not None), None)
-    if minimum is None:
-        minimum = next((item.gt + 1 for item in constraints if getattr(item, "gt", None) is not None), None)
+    above = next((item.gt for item in constraints if getattr(item, "gt", None) is not None), None)
+    if minimum is None and above is not None and kind == "integer":
+        minimum, above = above + 1, None
     return RowColumn(
         name,
         kind,
@@ -365,6 +397,12 @@ def _row_column(name: str, info: FieldInfo) -> RowColumn:
         next((item.value for item in constraints if isinstance(item, EmptyMeans)), None),
         next((item for item in constraints if isinstance(item, Quantity)), None),
         next((item.metric for item in constraints if isinstance(item, SpreadOf)), None),
+        above,
+        any(getattr(item, "allow_inf_nan", False) for item in constraints),
+        next((item.pattern for item in constraints if getattr(item, "pattern", None)), None)
+        if kind == "text" and not info.is_required()
+        else None,
+        next((item.other for item in constraints if isinstance(item, RequiredUnless)), None),
     )
 
 

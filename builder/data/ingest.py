@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.content.models import (
+    CONCURRENCY_NEEDED,
     FLOAT_ROW_FIELDS,
     INT_ROW_FIELDS,
     METRICS,
@@ -77,7 +78,27 @@ def _int_check(col: str, minimum: int) -> str:
         END"""
 
 
+def _float_ok(col: str) -> str:
+    """True for a cell the column takes (blank aside): a finite number in the plain form, above the
+    column's exclusive bound, or ``inf`` (any case) where the column takes it."""
+    column = ROW_SCHEMA[col]
+    ok = f"(regexp_full_match({col}, '{_FLOAT_RE}') AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)"
+    if column.above is not None:
+        ok += f" AND TRY_CAST({col} AS DOUBLE) > {column.above}"
+    ok += ")"
+    if column.infinite:
+        ok = f"({ok} OR lower({col}) = 'inf')"
+    return ok
+
+
 def _float_check(col: str) -> str:
+    column = ROW_SCHEMA[col]
+    if column.above is not None:
+        words = " or inf" if column.infinite else ""
+        return f"""CASE WHEN {_blank(col)} OR {_float_ok(col)} THEN NULL
+        WHEN regexp_full_match({col}, '^[0-9]+,[0-9]+$')
+            THEN '{col} ''' || {col} || ''' uses a decimal comma; write a point'
+        ELSE '{col} must be a number > {column.above:g}{words}, not ''' || {col} || '''' END"""
     return f"""CASE WHEN {_blank(col)} THEN NULL
         WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE)) THEN NULL
         WHEN regexp_full_match({col}, '^[0-9]+,[0-9]+$')
@@ -86,6 +107,21 @@ def _float_check(col: str) -> str:
             THEN '{col} must be a finite number, not ''' || {col} || ''''
         WHEN starts_with({col}, '-') THEN '{col} must be >= 0, not ' || {col}
         ELSE '{col} must be a number, not ''' || {col} || '''' END"""
+
+
+_PATTERNED = tuple(c.name for c in ROW_SCHEMA.values() if c.pattern is not None)
+_SHAPES = {"time": "HH:MM (00:00 to 23:59)"}
+"""How a message names the form of each patterned text column."""
+_NEEDED = tuple(c for c in ROW_SCHEMA.values() if c.required_unless is not None)
+
+
+def _pattern_check(col: str) -> str:
+    return f"""CASE WHEN {_blank(col)} OR regexp_full_match({col}, {_q(ROW_SCHEMA[col].pattern or "")}) THEN NULL
+        ELSE '{col} must be {_SHAPES[col]}, not ''' || {col} || '''' END"""
+
+
+def _needed_message(col: str) -> str:
+    return CONCURRENCY_NEEDED if col == "concurrency" else f"missing value for {col}"
 
 
 def _value_checks() -> list[tuple[str, str]]:
@@ -110,6 +146,7 @@ def _value_checks() -> list[tuple[str, str]]:
     ]
     checks.extend((col, _int_check(col, _minimum(col))) for col in INT_ROW_FIELDS)
     checks.extend((col, _float_check(col)) for col in FLOAT_ROW_FIELDS)
+    checks.extend((col, _pattern_check(col)) for col in _PATTERNED)
     checks.append(
         (
             "recipe",
@@ -139,6 +176,15 @@ def _checks() -> list[str]:
             )
         )
     checks.extend(_value_checks())
+    for column in _NEEDED:
+        other = column.required_unless or ""
+        checks.append(
+            (
+                column.name,
+                f"CASE WHEN {_blank(column.name)} AND {_blank(other)} "
+                f"AND NOT ({all_blank}) THEN {_q(_needed_message(column.name))} END",
+            )
+        )
     checks.append(
         (
             "",
@@ -163,10 +209,11 @@ def _ok() -> str:
             f"AND coalesce(TRY_CAST({col} AS BIGINT) >= {_minimum(col)}, false)))"
         )
     for col in FLOAT_ROW_FIELDS:
-        parts.append(
-            f"({_blank(col)} OR (regexp_full_match({col}, '{_FLOAT_RE}') "
-            f"AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)))"
-        )
+        parts.append(f"({_blank(col)} OR {_float_ok(col)})")
+    for col in _PATTERNED:
+        parts.append(f"({_blank(col)} OR regexp_full_match({col}, {_q(ROW_SCHEMA[col].pattern or '')}))")
+    for column in _NEEDED:
+        parts.append(f"NOT ({_blank(column.name)} AND {_blank(column.required_unless or '')})")
     parts.append("recipe_ok AND node_ok")
     parts.append("NOT (" + " AND ".join(_blank(c) for c in METRICS) + ")")
     return " AND ".join(parts)
@@ -186,9 +233,16 @@ ORDER BY _file, _row
 """
 
 
-# Columns whose distinct values are few (dates, references, settings): each distinct value is
-# checked once by the SQL above. Metrics are as many as rows: they get a vectorised test instead.
-_BY_VALUE = tuple(name for name in ROW_SCHEMA if name not in FLOAT_ROW_FIELDS and name not in TEXT_ROW_FIELDS)
+# Columns whose distinct values are few (dates, references, settings, rates, times): each distinct
+# value is checked once by the SQL above. Metrics are as many as rows: they get a vectorised test.
+_PLAIN_NUMBERS = tuple(
+    c.name for c in ROW_SCHEMA.values() if c.kind == "number" and c.above is None and not c.infinite
+)
+_BY_VALUE = tuple(
+    name
+    for name in ROW_SCHEMA
+    if name not in _PLAIN_NUMBERS and (name not in TEXT_ROW_FIELDS or name in _PATTERNED)
+)
 
 
 def _as_null(column: pa.ChunkedArray, *texts: str) -> pa.ChunkedArray:
@@ -333,13 +387,18 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
 
     The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
     """
-    numbers = [pool.submit(_number_ok, raw.column(column)) for column in FLOAT_ROW_FIELDS]
+    numbers = [pool.submit(_number_ok, raw.column(column)) for column in _PLAIN_NUMBERS]
     given = pool.submit(_metric_given, raw)
     encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
     ok = _values_ok(con, encoded, raw.num_rows)
     for future in numbers:
         ok &= future.result()
     ok &= given.result()
+    for column in _NEEDED:
+        either = pc.and_(
+            _blank_cells(raw.column(column.name)), _blank_cells(raw.column(column.required_unless or ""))
+        )
+        ok &= ~either.to_numpy()
     return ok
 
 

@@ -152,8 +152,11 @@ def _json_cell(name: str, value: Any) -> tuple[str | None, str | None]:
             return None, f"'{name}' must be an integer, not {json.dumps(value)}"
         return str(value), None
     if kind == "number":
+        if ROW_SCHEMA[name].infinite and isinstance(value, str) and value.lower() == "inf":
+            return value, None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return None, f"'{name}' must be a number, not {json.dumps(value)}"
+            words = ' or "inf"' if ROW_SCHEMA[name].infinite else ""
+            return None, f"'{name}' must be a number{words}, not {json.dumps(value)}"
         if isinstance(value, float) and not math.isfinite(value):
             return None, f"'{name}' must be a finite number, not {value}"
         return repr(value) if isinstance(value, float) else str(value), None

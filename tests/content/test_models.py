@@ -70,8 +70,8 @@ def test_row_model_matches_the_documented_columns() -> None:
         "node",
         "engine_version",
         "prompt_tokens",
-        "concurrency",
     )
+    assert models.ROW_SCHEMA["concurrency"].required_unless == "request_rate"
     assert set(models.METRICS) <= set(models.ROW_FIELDS)
     row = models.Row.model_validate_json(
         '{"date":"2026-07-27","recipe":"r","node":"n","engine_version":"0.24.0","prompt_tokens":2048,'
@@ -88,3 +88,28 @@ def test_row_model_matches_the_documented_columns() -> None:
             '{"date":"2026-07-27","recipe":"r","node":"n","engine_version":"0.24.0","prompt_tokens":1,'
             '"concurrency":1,"decode_tok_s":NaN}'
         )
+
+
+_BASE = '"date":"2026-07-27","recipe":"r","node":"n","engine_version":"0.24.0","prompt_tokens":2048'
+
+
+def test_an_open_loop_row_needs_no_concurrency_and_a_closed_loop_row_does() -> None:
+    row = models.Row.model_validate_json("{" + _BASE + ',"request_rate":"INF","aggregate_tok_s":900.5}')
+    assert row.request_rate == float("inf") and row.concurrency is None
+    capped = models.Row.model_validate_json("{" + _BASE + ',"request_rate":10,"concurrency":25,"ttft_ms":80}')
+    assert (capped.request_rate, capped.concurrency) == (10, 25)
+    with pytest.raises(ValidationError, match="required unless request_rate"):
+        models.Row.model_validate_json("{" + _BASE + ',"ttft_ms":80}')
+    for bad in ('"request_rate":0', '"request_rate":"-inf"', '"request_rate":"Infinity"', '"burstiness":0'):
+        with pytest.raises(ValidationError):
+            models.Row.model_validate_json("{" + _BASE + ',"concurrency":1,"ttft_ms":80,' + bad + "}")
+
+
+@pytest.mark.parametrize(("time", "ok"), [("00:00", True), ("23:59", True), ("24:00", False), ("9:30", False)])
+def test_time_is_hh_mm(time: str, ok: bool) -> None:
+    text = "{" + _BASE + f',"concurrency":1,"ttft_ms":80,"time":"{time}"' + "}"
+    if ok:
+        assert models.Row.model_validate_json(text).time == time
+    else:
+        with pytest.raises(ValidationError):
+            models.Row.model_validate_json(text)

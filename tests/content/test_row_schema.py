@@ -140,8 +140,14 @@ def test_the_json_schema_has_every_column_with_its_kind_and_bounds() -> None:
             JSON_TYPES[column.kind],
             "date" if column.kind == "date" else None,
         ), column.name
-        minimum = value["exclusiveMinimum"] + 1 if "exclusiveMinimum" in value else value.get("minimum")
-        assert (minimum, tuple(words)) == (column.minimum, column.words), column.name
+        if column.kind == "number":
+            bounds = (value.get("minimum"), value.get("exclusiveMinimum"))
+            assert bounds == (column.minimum, column.above), column.name
+        else:
+            minimum = value["exclusiveMinimum"] + 1 if "exclusiveMinimum" in value else value.get("minimum")
+            assert minimum == column.minimum, column.name
+        assert tuple(words) == column.words, column.name
+        assert value.get("pattern") == column.pattern or column.required, column.name
     annotations = json.loads((REPO / "schema" / "annotations.schema.json").read_text(encoding="utf-8"))
     (metric,) = _accepted(annotations["$defs"]["Annotation"]["properties"]["metric"])
     assert metric["enum"] == list(models.METRICS)

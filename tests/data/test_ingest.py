@@ -182,3 +182,45 @@ def test_metrics_are_never_rounded(make_site: MakeSite) -> None:
     ]
     assert got == [float(v) for v in values]
     assert all(math.isfinite(g) for g in got)
+
+
+OPEN = "date,time,recipe,node,engine_version,prompt_tokens,concurrency,request_rate,burstiness,aggregate_tok_s"
+
+
+def test_open_loop_rows_load_with_their_rate_and_bad_ones_are_reported(make_site: MakeSite) -> None:
+    text = (
+        OPEN + "\n"
+        "2026-01-03,09:30,tiny,node-a,1.0.0,512,,inf,1,900.5\n"  # line 2: unlimited rate, no cap
+        "2026-01-03,,tiny,node-a,1.0.0,512,25,1.5,,300\n"  # capped at 25
+        "2026-01-03,,tiny,node-a,1.0.0,512,,INF,,300\n"
+        "2026-01-03,24:00,tiny,node-a,1.0.0,512,,0,0,300\n"  # line 5
+        "2026-01-03,,tiny,node-a,1.0.0,512,,,,300\n"  # line 6: neither
+        "2026-01-03,,tiny,node-a,1.0.0,512,1,Infinity,,300\n"  # line 7
+    )
+    root = make_site({"data/rows/tiny/open.csv": text})
+    site, problems = _load(root)
+    assert sorted(p.format() for p in problems.errors) == [
+        "data/rows/tiny/open.csv:5: burstiness must be a number > 0, not '0'",
+        "data/rows/tiny/open.csv:5: request_rate must be a number > 0 or inf, not '0'",
+        "data/rows/tiny/open.csv:5: time must be HH:MM (00:00 to 23:59), not '24:00'",
+        "data/rows/tiny/open.csv:6: missing value for concurrency (required unless request_rate gives an open-loop run)",
+        "data/rows/tiny/open.csv:7: request_rate must be a number > 0 or inf, not 'Infinity'",
+    ]
+    got = site.con.execute(
+        "SELECT time, concurrency, request_rate, burstiness FROM rows WHERE file_id = 1 ORDER BY file_row"
+    ).fetchall()
+    assert got == [("09:30", None, math.inf, 1.0), (None, 25, 1.5, None), (None, None, math.inf, None)]
+
+
+def test_jsonl_takes_inf_as_a_rate(make_site: MakeSite) -> None:
+    base = {"date": "2026-01-03", "recipe": "tiny", "node": "node-a", "engine_version": "1.0.0"}
+    objs = [
+        {**base, "prompt_tokens": 512, "request_rate": "inf", "ttft_ms": 50.0},
+        {**base, "prompt_tokens": 512, "request_rate": "fast", "ttft_ms": 50.0},
+    ]
+    root = make_site({"data/rows/tiny/r.jsonl": "\n".join(json.dumps(o) for o in objs) + "\n"})
+    site, problems = _load(root)
+    assert [p.format() for p in problems.errors] == [
+        "data/rows/tiny/r.jsonl:2: 'request_rate' must be a number or \"inf\", not \"fast\"",
+    ]
+    assert site.con.execute("SELECT request_rate FROM rows WHERE file_id = 1").fetchall() == [(math.inf,)]

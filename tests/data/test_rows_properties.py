@@ -37,7 +37,12 @@ FIELDS = (
     "engine_version",
     "prompt_tokens",
     "concurrency",
+    "request_rate",
+    "burstiness",
+    "time",
     *METRICS,
+    "decode_tok_s_sd",
+    "repetitions",
     "context_tokens",
     "weights_gib",
     "flags",
@@ -102,14 +107,17 @@ VALID_LIKE = {
     "node": ["node-a"],
     "engine_version": ["1.0.0", "unknown", "0.24.0rc1"],
     "prompt_tokens": ["512", "2048", "unknown", "1"],
-    "concurrency": ["1", "8", "32"],
+    "concurrency": ["1", "8", "32", ""],
+    "request_rate": ["", "", "inf", "INF", "10", "0.3", "0"],
+    "burstiness": ["", "1", "0.5", "0"],
+    "time": ["", "09:30", "23:59", "00:00", "24:00", "9:30"],
 }
 
 
 def cell(name: str) -> st.SearchStrategy[str]:
     column = ROW_SCHEMA[name]
     valid = VALID_LIKE.get(name, [])
-    if column.kind == "number":
+    if column.kind == "number" and not valid:
         valid = ["", "42.5", "0", "1e2", "0.1", "123456789.123456789"]
     elif column.kind == "integer" and not column.words:
         valid = ["", "0", "7", "4096"]
