@@ -49,7 +49,8 @@ class Measurement:
     """The load the run put on the server, as the file gives it: ``request_rate`` (a number or ``inf``),
     ``concurrency`` (the cap, or ``none``) and ``burstiness``; :func:`load_cells` makes them row cells."""
     unknown: tuple[str, ...] = ()
-    """Load settings the file does not show (``request_rate``, ``concurrency``): an option must supply them."""
+    """Load settings the file does not show (``request_rate``, ``concurrency``, or ``load``: neither, and
+    either one settles it): an option must supply them."""
 
 
 def load_cells(load: dict[str, str]) -> dict[str, str]:

@@ -7,7 +7,8 @@ p99 (the tools' ITL is the time per output token after the first, so decode_tok_
 e2el_ms / e2el_p99_ms = request latency p50 / p99, aggregate_tok_s = output token throughput,
 prompt_tokens / output_tokens = the input / output sequence length averages, rounded. The JSON's
 ``input_config`` gives the load (``concurrency``, ``request_rate``) and AIPerf's ``start_time`` the date
-and time; the CSV gives neither (pass ``--concurrency`` or ``--request-rate``, and ``--date``). CSV
+and time; the CSV gives neither: pass ``--concurrency N`` (a closed-loop run) or ``--request-rate R``,
+and ``--date``. CSV
 numbers may carry thousands separators (``"1,146.31"``): they are dropped, the digits kept.
 """
 
@@ -123,7 +124,7 @@ def _read_csv(display: str, data: bytes, problems: Problems) -> list[Measurement
         f"{tool} export {PurePath(display).name}",
         {},
         {},
-        ("request_rate", "concurrency"),
+        ("load",),
         None,
         problems,
     )
@@ -180,7 +181,7 @@ def _read_json(display: str, data: bytes, problems: Problems) -> list[Measuremen
         elif rate is not None:
             load["concurrency"] = "none"
         if not load:
-            unknown = ["request_rate", "concurrency"]
+            unknown = ["load"]
         meta: dict[str, str] = {}
         if isinstance(obj.get("start_time"), str):
             try:

@@ -35,6 +35,7 @@ REQUIRED_META: dict[str, str] = {
     "date": "--date YYYY-MM-DD",
     "request_rate": "--request-rate R|inf",
     "concurrency": "--concurrency N|none",
+    "load": "--concurrency N (a closed-loop run) or --request-rate R|inf (an open-loop one)",
 }
 """Required row metadata a benchmark file may lack, and the option that supplies it."""
 
@@ -139,10 +140,17 @@ def _missing(
                     hint = f"the text shows date {shown.pop()}: pass it if that is the day of the run"
             out.append(MissingField(name, REQUIRED_META[name], lacking, hint))
     given = options.load()
-    for name in ("request_rate", "concurrency"):
-        lacking = tuple(dict.fromkeys(_file_of(m) for m in items if name in m.unknown and name not in given))
+    for name in ("request_rate", "concurrency", "load"):
+        # "load": the file shows neither, and either option settles it
+        lacking = tuple(
+            dict.fromkeys(
+                _file_of(m)
+                for m in items
+                if name in m.unknown and (name not in given if name != "load" else not given)
+            )
+        )
         if lacking:
-            out.append(MissingField(name, REQUIRED_META[name], lacking, _LOAD_HINT[name]))
+            out.append(MissingField(name, REQUIRED_META[name], lacking, _LOAD_HINT.get(name, "")))
     return out
 
 

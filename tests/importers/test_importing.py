@@ -337,3 +337,99 @@ def test_importing_into_a_copy_of_the_shipped_site(
     assert code == 0, captured.err
     assert "is --recipe right?" in captured.err  # the fixture's model is not that recipe's checkpoint
     assert len(captured.out.splitlines()) == 1 + 6 * 3  # one trial row per repetition
+
+
+def test_open_loop_run_imports_with_its_rate_and_no_concurrency(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_site()
+    monkeypatch.chdir(root)
+    assert _run(root, "--from", "vllm-bench", _fixture("vllm-uncapped.json"), *META) == 0
+    out = capsys.readouterr().out.strip()
+    with (root / out).open(encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    # max_concurrency null: an open-loop run at inf, never a concurrency guessed from the prompt count
+    assert (row["request_rate"], row.get("concurrency"), row.get("burstiness")) == ("inf", None, None)
+    assert row["time"] == "15:15"
+
+
+def test_printed_summaries_without_a_cap_name_the_option(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("sglang-dlora-results.md")
+    assert _run(root, "--from", "sglang", fixture, *META) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "missing required metadata; nothing was written:",
+        f"  missing date: pass --date YYYY-MM-DD; not recorded in {fixture}",
+        "  missing concurrency: pass --concurrency N|none (the run's --max-concurrency, none when it had no "
+        "cap; or paste the command line or the 'Maximum request concurrency' line printed above the summary); "
+        f"not recorded in {fixture}",
+    ]
+    # given, the three request rates become three open-loop rows
+    assert (
+        _run(
+            root,
+            "--from",
+            "sglang",
+            fixture,
+            *META,
+            "--concurrency",
+            "none",
+            "--date",
+            "2025-06-01",
+            "--out",
+            "-",
+        )
+        == 0
+    )
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["request_rate"], r.get("concurrency")) for r in rows] == [
+        ("2.0", None),
+        ("4.0", None),
+        ("8.0", None),
+    ]
+    assert {r["harness"] for r in rows} == {"sglang bench_serving"}
+
+
+def test_export_without_its_load_names_both_options(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("genai-perf-cloudai.csv")
+    assert _run(root, "--from", "aiperf", fixture, *META, "--date", "2025-06-01") == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[1:] == [
+        "  missing load: pass --concurrency N (a closed-loop run) or --request-rate R|inf (an open-loop one); "
+        f"not recorded in {fixture}"
+    ]
+    # a closed-loop run at 4: no request rate
+    assert (
+        _run(
+            root,
+            "--from",
+            "aiperf",
+            fixture,
+            *META,
+            "--date",
+            "2025-06-01",
+            "--concurrency",
+            "4",
+            "--out",
+            "-",
+        )
+        == 0
+    )
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (row["concurrency"], row.get("request_rate")) == ("4", None)
+    assert (row["ttft_ms"], row["e2el_p99_ms"]) == ("640.07", "9436.13")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--request-rate", "0"), ("--request-rate", "fast"), ("--concurrency", "0")]
+)
+def test_bad_load_options_are_usage_errors(make_site: MakeSite, option: str, value: str) -> None:
+    root = make_site()
+    with pytest.raises(SystemExit) as exc:
+        _run(root, "--from", "aiperf", _fixture("genai-perf-cloudai.csv"), option, value)
+    assert exc.value.code == 2

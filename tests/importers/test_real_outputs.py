@@ -113,7 +113,7 @@ def test_genai_perf_csv_export() -> None:
     assert _pick(item, "prompt_tokens", "output_tokens", "aggregate_tok_s") == ("3000", "174", "261.25")
     assert float(item.cells["decode_tok_s"]) == 1000 / 30.13
     assert item.cells["harness"] == "genai-perf"
-    assert item.unknown == ("request_rate", "concurrency") and item.meta == {}
+    assert item.unknown == ("load",) and item.meta == {}
 
 
 # --- llama.cpp llama-bench -----------------------------------------------------------------------
