@@ -86,7 +86,7 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
     for path, field in ((("median",), "e2el_ms"), (("percentiles", "p99"), "e2el_p99_ms")):
         if (value := _stat(metrics, "request_latency", *path)) is not None:
             seconds = number_text(value, f"'request_latency.successful.{'.'.join(path)}'")
-            cells[field] = str((Decimal(seconds) * 1000).normalize())
+            cells[field] = format((Decimal(seconds) * 1000).normalize(), "f")
     if (value := _stat(metrics, "output_tokens_per_second", "mean")) is not None:
         cells["aggregate_tok_s"] = number_text(value, "'output_tokens_per_second.successful.mean'")
     if float(cells.get("itl_ms", "0")) > 0:
