@@ -226,3 +226,37 @@ def test_llama_benchy_readme_table_with_spread_and_printed_date() -> None:
     assert items[0].cells["harness"] == "llama-benchy 0.2.2.dev1+g52d2b0d55.d20260206"
     assert items[0].meta == {"date": "2026-02-06", "time": "15:52"}
     assert items[0].model == "openai/gpt-oss-120b"
+
+
+def test_llama_benchy_concurrency_table_from_an_issue() -> None:
+    c1, c2 = _read(llama_benchy.read, "llama-benchy-concurrency-issue231.md")
+    assert (c1.load, c2.load) == ({"concurrency": "1"}, {"concurrency": "2"})
+    assert _pick(
+        c1, "prompt_tokens", "output_tokens", "prefill_tok_s", "decode_tok_s", "aggregate_tok_s", "ttft_ms"
+    ) == (
+        "2048",
+        "32",
+        "2824.27",
+        "12.52",
+        "12.52",
+        "731.91",
+    )
+    # at c2: prefill is the pp line's total, decode the tg line's per-request t/s, aggregate its total
+    assert _pick(
+        c2,
+        "prefill_tok_s",
+        "prefill_tok_s_sd",
+        "decode_tok_s",
+        "decode_tok_s_sd",
+        "aggregate_tok_s",
+        "aggregate_tok_s_sd",
+    ) == (
+        "2737.59",
+        "52.46",
+        "11.70",
+        "1.24",
+        "21.19",
+        "2.86",
+    )
+    assert (c2.cells["ttft_ms"], c2.cells["ttft_ms_sd"]) == ("1244.39", "361.79")
+    assert c2.model == "nvidia/Gemma-4-31B-IT-NVFP4" and c2.meta == {}  # the excerpt shows no date
