@@ -260,3 +260,36 @@ def test_llama_benchy_concurrency_table_from_an_issue() -> None:
     )
     assert (c2.cells["ttft_ms"], c2.cells["ttft_ms_sd"]) == ("1244.39", "361.79")
     assert c2.model == "nvidia/Gemma-4-31B-IT-NVFP4" and c2.meta == {}  # the excerpt shows no date
+
+
+def test_vllm_printed_summary_with_the_cap_inside_it_and_e2el() -> None:
+    (item,) = _read(vllm_bench.read, "vllm-printed-pr25135.md")
+    assert item.load == {"concurrency": "64"}
+    # the cap is printed, the rate is not: inf (closed loop at 64) or a finite rate under the cap?
+    assert item.unknown == ("request_rate",)
+    # 326905 input and 327680 generated tokens over 320 requests
+    assert _pick(item, "prompt_tokens", "output_tokens", "aggregate_tok_s") == ("1022", "1024", "793.27")
+    assert _pick(item, "ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "e2el_p99_ms") == (
+        "5150.59",
+        "76.05",
+        "66.27",
+        "82994.12",
+        "89413.31",
+    )
+
+
+def test_vllm_printed_summary_of_a_newer_version_without_its_load() -> None:
+    (item,) = _read(vllm_bench.read, "vllm-printed-tpu-inference-pr1006.md")
+    # 'Failed requests' and 'Peak ...' lines are new in this version; nothing says the rate or the cap
+    assert item.unknown == ("request_rate", "concurrency") and item.load == {}
+    # 1199000 input and 123107 generated tokens over 1000 requests
+    assert _pick(
+        item, "prompt_tokens", "output_tokens", "aggregate_tok_s", "ttft_ms", "tpot_ms", "itl_p99_ms"
+    ) == (
+        "1199",
+        "123",
+        "1415.14",
+        "42532.26",
+        "50.98",
+        "79.05",
+    )
