@@ -153,7 +153,7 @@ def _load(result: Result, problems_out: list[str]) -> tuple[dict[str, str], tupl
         unknown.append("concurrency")
     else:
         cap = result.get("max_concurrency")
-        if cap is None or cap in ("None", "none"):
+        if cap is None or cap in ("None", "none", "not set"):  # SGLang prints "not set"
             load["concurrency"] = "none"
         else:
             try:

@@ -75,6 +75,18 @@ def test_printed_settings_from_a_namespace_line() -> None:
     assert item.model == "m"
 
 
+def test_sglang_prints_an_unset_cap_as_not_set() -> None:
+    text = SUMMARY.replace(
+        "Maximum request concurrency:             4", "Max request concurrency:                 not set"
+    )
+    text = text.replace(
+        "Successful requests:", "Traffic request rate:                    inf\nSuccessful requests:", 1
+    )
+    (item,), problems = _one(sglang.read, "s.txt", text)
+    assert not problems.errors
+    assert item.load == {"request_rate": "inf", "concurrency": "none"}
+
+
 def test_printed_summary_alone_leaves_the_load_to_options() -> None:
     (item,), _ = _one(
         vllm_bench.read, "s.txt", SUMMARY.replace("Maximum request concurrency:             4\n", "")
