@@ -43,8 +43,6 @@ class Measurement:
     """Run metadata the file records (keys from :data:`META_FIELDS`)."""
     model: str | None = None
     """Model id the tool reports, to catch an import into the wrong recipe."""
-    hints: dict[str, str] = field(default_factory=dict)
-    """Values the file shows but the format does not take as data, for messages."""
     load: dict[str, str] = field(default_factory=dict)
     """The load the run put on the server, as the file gives it: ``request_rate`` (a number or ``inf``),
     ``concurrency`` (the cap, or ``none``) and ``burstiness``; :func:`load_cells` makes them row cells."""

@@ -133,12 +133,7 @@ def _missing(
             dict.fromkeys(_file_of(m) for m, meta in zip(items, merged, strict=True) if not meta.get(name))
         )
         if lacking:
-            hint = _RECORD_HINT.get((fmt, name), "")
-            if name == "date":
-                shown = {m.hints["date"] for m in items if "date" in m.hints}
-                if len(shown) == 1:
-                    hint = f"the text shows date {shown.pop()}: pass it if that is the day of the run"
-            out.append(MissingField(name, REQUIRED_META[name], lacking, hint))
+            out.append(MissingField(name, REQUIRED_META[name], lacking, _RECORD_HINT.get((fmt, name), "")))
     given = options.load()
     for name in ("request_rate", "concurrency", "load"):
         # "load": the file shows neither, and either option settles it
