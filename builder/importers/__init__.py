@@ -46,6 +46,8 @@ class Measurement:
     load: dict[str, str] = field(default_factory=dict)
     """The load the run put on the server, as the file gives it: ``request_rate`` (a number or ``inf``),
     ``concurrency`` (the cap, or ``none``) and ``burstiness``; :func:`load_cells` makes them row cells."""
+    file: str = ""
+    """The file it was read from, as given (set by :func:`read_files`)."""
     unknown: tuple[str, ...] = ()
     """Load settings the file does not show (``request_rate``, ``concurrency``, or ``load``: neither, and
     either one settles it): an option must supply them."""
@@ -205,5 +207,7 @@ def read_files(fmt: str, paths: list[Path], problems: Problems) -> list[Measurem
         except OSError as exc:
             problems.error(display, None, f"cannot read: {exc.strerror}")
             continue
-        out.extend(read(display, data, problems))
+        for item in read(display, data, problems):
+            item.file = display
+            out.append(item)
     return out

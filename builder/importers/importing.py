@@ -158,10 +158,8 @@ def _merge(meta: dict[str, str], given: dict[str, str]) -> dict[str, str]:
 
 
 def _file_of(item: Measurement) -> str:
-    """The file part of an origin (``README.md:14`` → ``README.md``)."""
-    origin = item.origin.split(" benchmarks[", 1)[0]
-    head, sep, tail = origin.rpartition(":")
-    return head if sep and tail.isdigit() else origin
+    """The file a measurement was read from (its origin may add ``:14`` or `` benchmarks[2]``)."""
+    return item.file or item.origin
 
 
 def build_csv(rows: Sequence[dict[str, str]]) -> tuple[bytes, list[int]]:

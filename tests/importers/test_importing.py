@@ -433,3 +433,14 @@ def test_bad_load_options_are_usage_errors(make_site: MakeSite, option: str, val
     with pytest.raises(SystemExit) as exc:
         _run(root, "--from", "aiperf", _fixture("genai-perf-cloudai.csv"), option, value)
     assert exc.value.code == 2
+
+
+def test_missing_fields_name_the_file_whatever_the_origin(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("llama-bench.json")  # origins like 'llama-bench.json [0]'
+    assert _run(root, "--from", "llama-bench", fixture, "--recipe", "tiny") == 1
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"  missing node: pass --node NODE; not recorded in {fixture}"
+    ]
