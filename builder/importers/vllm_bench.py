@@ -63,7 +63,8 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
                 "(============ Serving Benchmark Result ============)",
             )
         return []
-    obj = load_json(display, data, problems, "a 'vllm bench serve --save-result' file")
+    # a rate of inf is "inf" in most versions; JSON's Infinity is read for it too, and nowhere else
+    obj = load_json(display, data, problems, "a 'vllm bench serve --save-result' file", infinity=True)
     if obj is None:
         return []
     wrong = _wrong_format(obj)

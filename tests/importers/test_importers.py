@@ -133,6 +133,17 @@ def test_vllm_refuses_nan() -> None:
     )
 
 
+def test_vllm_infinity_is_read_as_a_rate_only() -> None:
+    problems = Problems()
+    (item,) = vllm_bench.read(
+        "x.json", _vllm().replace(b'"request_rate": "inf"', b'"request_rate": Infinity'), problems
+    )
+    assert item.load["request_rate"] == "inf"
+    data = _vllm().replace(b'"median_ttft_ms": 140.9', b'"median_ttft_ms": Infinity')
+    assert vllm_bench.read("x.json", data, problems) == []
+    assert problems.errors[0].message == "'median_ttft_ms' must be a finite number, not inf"
+
+
 def test_vllm_zero_tpot_leaves_decode_unmeasured() -> None:
     problems = Problems()
     (item,) = vllm_bench.read("x.json", _vllm(median_tpot_ms=0.0), problems)
