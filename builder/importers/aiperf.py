@@ -68,9 +68,10 @@ def _metrics_measurement(
     for name, (_, field) in _LENGTHS.items():
         if "avg" in stats.get(name, {}):
             cells[field] = str(round(float(stats[name]["avg"])))
+    notes = []
     if "prompt_tokens" not in cells:
-        problems.error(display, None, "no input sequence length: the export lacks 'Input Sequence Length'")
-        return []
+        cells["prompt_tokens"] = "unknown"
+        notes.append("the export gives no input sequence length, so the prompt length is unknown")
     if float(cells.get("itl_ms", "0")) > 0:
         cells["decode_tok_s"] = repr(1000 / float(cells["itl_ms"]))
     shown = "; ".join(
@@ -80,6 +81,7 @@ def _metrics_measurement(
     cells["notes"] = (
         f"{tool}: {shown}; prompt_tokens and output_tokens are the average sequence lengths, rounded"
         + ("; decode_tok_s = 1000 / inter-token latency p50" if "decode_tok_s" in cells else "")
+        + "".join(f"; {note}" for note in notes)
         + "."
     )
     return [Measurement(display, cells, meta, model, load=load, unknown=unknown)]

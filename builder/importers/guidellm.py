@@ -8,7 +8,8 @@ decode_tok_s = 1000 / the ITL median (GuideLLM's ITL leaves out the first token,
 e2el_ms / e2el_p99_ms = ``request_latency`` (seconds) × 1000, exactly; aggregate_tok_s = the mean of
 ``output_tokens_per_second``. The load comes from the benchmark's strategy: ``synchronous`` is
 concurrency 1, ``concurrent`` its ``streams``, ``throughput`` its ``max_concurrency`` (all at once
-otherwise), ``constant`` and ``poisson`` their ``rate`` (Poisson arrivals are burstiness 1). The
+otherwise), ``constant`` and ``poisson`` their ``rate`` (Poisson arrivals are burstiness 1); without a
+strategy the load is left to ``--concurrency`` or ``--request-rate``. The
 benchmark's start (Unix time) gives the date and time, in UTC; harness = ``guidellm <version>``.
 """
 
@@ -92,7 +93,8 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
     if float(cells.get("itl_ms", "0")) > 0:
         cells["decode_tok_s"] = repr(1000 / float(cells["itl_ms"]))
     strategy = _strategy(bench)
-    load, shown = _load(strategy)
+    # without its strategy the load is unknown: --concurrency or --request-rate supplies it
+    load, shown = _load(strategy) if strategy is not None else ({}, "not recorded")
     meta: dict[str, str] = {}
     start = bench.get("start_time")
     if start is None and isinstance(bench.get("scheduler_metrics"), dict):
@@ -106,15 +108,16 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
         + ("; decode_tok_s = 1000 / ITL median" if "decode_tok_s" in cells else "")
         + "."
     )
-    return Measurement(f"{display} {where}", cells, meta, None, load=load)
+    unknown = () if strategy is not None else ("load",)
+    return Measurement(f"{display} {where}", cells, meta, None, load=load, unknown=unknown)
 
 
-def _strategy(bench: dict[str, Any]) -> dict[str, Any]:
+def _strategy(bench: dict[str, Any]) -> dict[str, Any] | None:
     for holder in (bench.get("config"), bench.get("args"), bench):
         if isinstance(holder, dict) and isinstance(holder.get("strategy"), dict):
             strategy: dict[str, Any] = holder["strategy"]
             return strategy
-    raise NotANumber("has no 'config.strategy': the load it ran at is unknown")
+    return None
 
 
 def _load(strategy: dict[str, Any]) -> tuple[dict[str, str], str]:

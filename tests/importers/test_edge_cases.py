@@ -270,8 +270,16 @@ def test_aiperf_json_with_its_load_and_start_time() -> None:
     assert item.meta == {"date": "2026-01-02", "time": "03:04"}
 
 
+def test_guidellm_benchmark_without_its_strategy_leaves_the_load_to_options() -> None:
+    report = json.loads(json.dumps(_GUIDELLM))
+    del report["benchmarks"][0]["config"]
+    items, problems = _one(guidellm.read, "report.json", json.dumps(report))
+    assert not problems.errors
+    assert (items[0].load, items[0].unknown) == ({}, ("load",))
+
+
 def test_aiperf_json_latency_in_other_units_is_refused() -> None:
-    export = {"time_to_first_token": {"unit": "s", "p50": 0.05}, "input_sequence_length": {"avg": 10.0}}
+    export = {"time_to_first_token": {"unit": "s", "p50": 0.05}}
     items, problems = _one(aiperf.read, "e.json", json.dumps(export))
     assert items == [] and problems.errors[0].message == "'time_to_first_token.unit' is 's'; only ms is read"
 
@@ -345,3 +353,10 @@ def test_llama_bench_combined_test_is_skipped_with_a_warning() -> None:
     )
     assert item.meta == {"engine_version": "b5163", "engine_build": "8cf427ff"}
     assert item.cells["harness"] == "llama-bench b5163"
+
+
+def test_aiperf_export_without_input_length_keeps_the_prompt_unknown() -> None:
+    export = {"time_to_first_token": {"unit": "ms", "p50": 50.5}, "input_config": {"concurrency": 1}}
+    (item,), problems = _one(aiperf.read, "e.json", json.dumps(export))
+    assert not problems.errors
+    assert item.cells["prompt_tokens"] == "unknown" and "prompt length is unknown" in item.cells["notes"]
