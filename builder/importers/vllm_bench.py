@@ -5,6 +5,7 @@ keys that come and go between versions (``endpoint_type``, ``failed``, ``max_con
 ``request_goodput`` or ``request_goodput:``, ``*_e2el_ms``, detailed per-request lists) are optional.
 The mapping is :mod:`builder.importers.serving`'s. Values given to ``--metadata key=value`` are
 top-level keys and may carry the run's metadata; ``date`` (``YYYYMMDD-HHMMSS``) gives the day and time.
+A file of ``--append-result`` results (one JSON object per line) gives one row per line.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import META_FIELDS, Measurement, NotANumber, load_json
+from builder.importers import META_FIELDS, Measurement, NotANumber, load_json, load_json_lines
 from builder.importers.printed import read_summaries
 from builder.importers.serving import Result, measurement
 
@@ -63,19 +64,37 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
                 "(============ Serving Benchmark Result ============)",
             )
         return []
+    what = "a 'vllm bench serve --save-result' file"
+    if _is_json_lines(data):
+        # --append-result adds one result per line
+        lines = load_json_lines(display, data, problems, what, infinity=True)
+        out: list[Measurement] = []
+        for number, obj in lines:
+            out.extend(_result(display, number, obj, problems))
+        return out
     # a rate of inf is "inf" in most versions; JSON's Infinity is read for it too, and nowhere else
-    obj = load_json(display, data, problems, "a 'vllm bench serve --save-result' file", infinity=True)
+    obj = load_json(display, data, problems, what, infinity=True)
     if obj is None:
         return []
+    return _result(display, None, obj, problems)
+
+
+def _is_json_lines(data: bytes) -> bool:
+    lines = [line.strip() for line in data.splitlines() if line.strip()]
+    return len(lines) > 1 and all(line.startswith(b"{") and line.endswith(b"}") for line in lines)
+
+
+def _result(display: str, line: int | None, obj: Any, problems: Problems) -> list[Measurement]:
+    """The row of one saved result (``line``: its line in a file of appended results)."""
     wrong = _wrong_format(obj)
     if wrong is not None:
-        problems.error(display, None, f"not a 'vllm bench serve --save-result' file: {wrong}")
+        problems.error(display, line, f"not a 'vllm bench serve --save-result' file: {wrong}")
         return []
     assert isinstance(obj, dict)
     errors_before = len(problems.errors)
 
     def fail(message: str) -> None:
-        problems.error(display, None, message)
+        problems.error(display, line, message)
 
     meta: dict[str, str] = {}
     try:
@@ -101,11 +120,12 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
         if key in obj:
             head += f", {key} {obj[key]}"
     reasons: list[str] = []
+    name = PurePath(display).name
     item = measurement(
         Result(obj),
-        display,
+        display if line is None else f"{display}:{line}",
         HARNESS,
-        f"{HARNESS} result {PurePath(display).name}",
+        f"{HARNESS} result {name}" + (f", line {line}" if line is not None else ""),
         meta,
         model,
         head,

@@ -133,6 +133,16 @@ def test_vllm_refuses_nan() -> None:
     )
 
 
+def test_vllm_appended_results_one_row_per_line() -> None:
+    lines = [json.loads((FIXTURES / f"vllm-c{c}.json").read_text()) for c in (1, 8)]
+    problems = Problems()
+    data = "".join(json.dumps(obj) + "\n" for obj in lines).encode()
+    items = vllm_bench.read("all.json", data, problems)
+    assert not problems.errors
+    assert [(i.origin, i.load["concurrency"]) for i in items] == [("all.json:1", "1"), ("all.json:2", "8")]
+    assert items[1].cells["source"] == "vllm bench serve result all.json, line 2"
+
+
 def test_vllm_infinity_is_read_as_a_rate_only() -> None:
     problems = Problems()
     (item,) = vllm_bench.read(
