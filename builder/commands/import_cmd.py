@@ -21,15 +21,9 @@ def _iso_date(text: str) -> str:
 
 
 def _rate(text: str) -> str:
-    if text == "inf":
+    if text == "inf" or (re.fullmatch(r"\d+(?:\.\d+)?", text) and float(text) > 0):
         return text
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not re.fullmatch(r"\d+(?:\.\d+)?", text) or value <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number or inf")
-    return text
+    raise argparse.ArgumentTypeError(f"'{text}' is not a positive number or inf")
 
 
 def _cap(text: str) -> str:
