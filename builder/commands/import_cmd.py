@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import sys
+
+from builder.importers import FORMATS
 
 
 def _iso_date(text: str) -> str:
@@ -17,13 +20,27 @@ def _iso_date(text: str) -> str:
     return text
 
 
+def _rate(text: str) -> str:
+    if text == "inf" or (re.fullmatch(r"\d+(?:\.\d+)?", text) and float(text) > 0):
+        return text
+    raise argparse.ArgumentTypeError(f"'{text}' is not a positive number or inf")
+
+
+def _cap(text: str) -> str:
+    if text == "none" or (text.isdigit() and int(text) > 0):
+        return text
+    raise argparse.ArgumentTypeError(f"'{text}' is not a whole number >= 1 or none")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--from",
         dest="fmt",
         required=True,
-        choices=("vllm-bench", "llama-benchy"),
-        help="vllm-bench: JSON of 'vllm bench serve --save-result'; llama-benchy: its JSON report or markdown table",
+        choices=FORMATS,
+        help="the tool that wrote the files: vllm-bench (JSON or printed summary), llama-benchy (JSON, table, "
+        "CSV), sglang (printed summary or JSONL), guidellm (JSON/YAML report), aiperf (AIPerf or genai-perf "
+        "JSON/CSV export), llama-bench (llama.cpp markdown, JSON, JSONL)",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="benchmark output files, one run")
     parser.add_argument("--recipe", metavar="SLUG", help="recipe the run followed (content/recipes/SLUG.md)")
@@ -38,6 +55,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--date", type=_iso_date, metavar="YYYY-MM-DD", help="day of the run (overrides the file's)"
     )
     parser.add_argument("--contributor", metavar="NAME", help="who ran the benchmark")
+    parser.add_argument(
+        "--request-rate",
+        type=_rate,
+        metavar="R|inf",
+        help="requests/s the run sent (inf: all at once), for output that does not show it",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=_cap,
+        metavar="N|none",
+        help="the run's concurrency cap (none: no cap), for output that does not show it",
+    )
     parser.add_argument(
         "--out",
         metavar="PATH|-",
@@ -65,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         env=args.env,
         date=args.date,
         contributor=args.contributor,
+        request_rate=args.request_rate,
+        concurrency=args.concurrency,
         out=args.out,
     )
     result = prepare_import(config, options)

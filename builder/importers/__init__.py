@@ -20,6 +20,7 @@ from builder.errors import Problems
 
 META_FIELDS: tuple[str, ...] = (
     "date",
+    "time",
     "node",
     "engine_version",
     "engine_build",
@@ -42,8 +43,34 @@ class Measurement:
     """Run metadata the file records (keys from :data:`META_FIELDS`)."""
     model: str | None = None
     """Model id the tool reports, to catch an import into the wrong recipe."""
-    hints: dict[str, str] = field(default_factory=dict)
-    """Values the file shows but the format does not take as data (e.g. a printed date), for messages."""
+    load: dict[str, str] = field(default_factory=dict)
+    """The load the run put on the server, as the file gives it: ``request_rate`` (a number or ``inf``),
+    ``concurrency`` (the cap, or ``none``) and ``burstiness``; :func:`load_cells` makes them row cells."""
+    file: str = ""
+    """The file it was read from, as given (set by :func:`read_files`)."""
+    unknown: tuple[str, ...] = ()
+    """Load settings the file does not show (``request_rate``, ``concurrency``, or ``load``: neither, and
+    either one settles it): an option must supply them."""
+
+
+def load_cells(load: dict[str, str]) -> dict[str, str]:
+    """Row cells of a run's load.
+
+    ``concurrency`` is the cap (empty when ``none``). A rate of ``inf`` under a cap sends every request at
+    once and keeps the cap busy: that is a closed-loop run at the cap, so it has no ``request_rate``.
+    ``burstiness`` only shapes the arrivals of a finite rate.
+    """
+    rate, cap, burstiness = load.get("request_rate"), load.get("concurrency"), load.get("burstiness")
+    capped = cap is not None and cap != "none"
+    cells: dict[str, str] = {}
+    if capped:
+        assert cap is not None
+        cells["concurrency"] = cap
+    if rate is not None and not (rate == "inf" and capped):
+        cells["request_rate"] = rate
+        if burstiness is not None and rate != "inf":
+            cells["burstiness"] = burstiness
+    return cells
 
 
 Reader = Callable[[str, bytes, Problems], list[Measurement]]
@@ -65,39 +92,102 @@ def number_text(value: Any, what: str) -> str:
     return str(value)
 
 
+def rate_text(value: Any, what: str) -> str:
+    """The CSV text of a request rate: a positive number, or ``inf`` (JSON ``"inf"`` or ``Infinity``)."""
+    if value == "inf" or (isinstance(value, float) and value == math.inf):
+        return "inf"
+    text = number_text(value, what)
+    if float(text) <= 0:
+        raise NotANumber(f"{what} must be a positive number or inf, not {text}")
+    return text
+
+
+class Infinity(float):
+    """JSON's ``Infinity`` as a parser reads it: kept apart so that only a request rate may hold it."""
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def load_json(display: str, data: bytes, problems: Problems, what: str) -> Any | None:
-    """Parse JSON strictly (no NaN/Infinity); ``None`` after reporting a problem.
+def _infinity(name: str) -> Any:
+    if name == "Infinity":
+        return Infinity(math.inf)
+    raise ValueError(f"{name} is not a number JSON allows")
 
-    ``what`` names the expected format in messages (``a llama-benchy JSON report``).
-    """
+
+def decode(display: str, data: bytes, problems: Problems, what: str) -> str | None:
+    """The text of a UTF-8 file (a BOM is fine); ``None`` after reporting a problem."""
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         problems.error(
             display, None, f"not {what}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
         )
         return None
+
+
+def parse_json(text: str, infinity: bool = False) -> Any:
+    """``json.loads`` without NaN; ``Infinity`` only when ``infinity`` (tools that write a rate of inf so)."""
+    return json.loads(text, parse_constant=_infinity if infinity else _reject_constant)
+
+
+def load_json(display: str, data: bytes, problems: Problems, what: str, infinity: bool = False) -> Any | None:
+    """Parse JSON strictly (no NaN; ``Infinity`` only when ``infinity``); ``None`` after reporting a problem.
+
+    ``what`` names the expected format in messages (``a llama-benchy JSON report``).
+    """
+    text = decode(display, data, problems, what)
+    if text is None:
+        return None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return parse_json(text, infinity)
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         problems.error(display, line, f"not {what}: not valid JSON ({exc})")
         return None
 
 
+def load_json_lines(
+    display: str, data: bytes, problems: Problems, what: str, infinity: bool = False
+) -> list[tuple[int, Any]]:
+    """Every non-empty line of a JSON Lines file as (line number, value); bad lines are reported."""
+    text = decode(display, data, problems, what)
+    if text is None:
+        return []
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((number, parse_json(line, infinity)))
+        except ValueError as exc:
+            problems.error(display, number, f"not {what}: line {number} is not valid JSON ({exc})")
+    return out
+
+
+def harness(tool: str, version: str | None) -> str:
+    """``<tool> <version>``, the one way every format writes the harness (the tool alone when no version)."""
+    version = (version or "").strip()
+    return f"{tool} {version}" if version else tool
+
+
 def reader_for(fmt: str) -> Reader:
     """The reader of a ``--from`` format name."""
-    from builder.importers import llama_benchy, vllm_bench
+    from builder.importers import aiperf, guidellm, llama_bench, llama_benchy, sglang, vllm_bench
 
-    readers: dict[str, Reader] = {"vllm-bench": vllm_bench.read, "llama-benchy": llama_benchy.read}
+    readers: dict[str, Reader] = {
+        "vllm-bench": vllm_bench.read,
+        "llama-benchy": llama_benchy.read,
+        "sglang": sglang.read,
+        "guidellm": guidellm.read,
+        "aiperf": aiperf.read,
+        "llama-bench": llama_bench.read,
+    }
     return readers[fmt]
 
 
-FORMATS: tuple[str, ...] = ("vllm-bench", "llama-benchy")
+FORMATS: tuple[str, ...] = ("vllm-bench", "llama-benchy", "sglang", "guidellm", "aiperf", "llama-bench")
 
 
 def read_files(fmt: str, paths: list[Path], problems: Problems) -> list[Measurement]:
@@ -117,5 +207,7 @@ def read_files(fmt: str, paths: list[Path], problems: Problems) -> list[Measurem
         except OSError as exc:
             problems.error(display, None, f"cannot read: {exc.strerror}")
             continue
-        out.extend(read(display, data, problems))
+        for item in read(display, data, problems):
+            item.file = display
+            out.append(item)
     return out

@@ -1,23 +1,27 @@
-"""llama-benchy's markdown table, as printed or pasted into a README with text around it.
+"""llama-benchy's markdown table (as printed or pasted into a README with text around it) and its CSV.
 
 Columns ``| model | test | t/s | peak t/s | ttfr (ms) | est_ppt (ms) | e2e_ttft (ms) |`` (concurrency
-runs print ``t/s (total)`` and ``t/s (req)`` instead of ``t/s``). Tests are ``pp<N>`` and ``tg<M>``,
-optionally ``@ d<depth>`` and ``(c<K>)``; ``ctx_pp``/``ctx_tg`` lines only warm the cache and are
-skipped. Each ``pp`` line is paired with the ``tg`` line that follows it at the same depth and
+runs print ``t/s (total)`` and ``t/s (req)`` instead of ``t/s``); the CSV (``--format csv``) has
+``model,test_name,t_s_mean,t_s_std,t_s_req_mean,...,e2e_ttft_mean,e2e_ttft_std``. Tests are ``pp<N>`` and
+``tg<M>``, optionally ``@ d<depth>`` and ``(c<K>)``; ``ctx_pp``/``ctx_tg`` lines only warm the cache and
+are skipped. Each ``pp`` line is paired with the ``tg`` line that follows it at the same depth and
 concurrency: prompt_tokens = N, output_tokens = M, context_tokens = depth, prefill_tok_s = the pp
 line's t/s, decode_tok_s = the tg line's t/s (per request), ttft_ms = the pp line's e2e_ttft. Cells
-read ``mean ± sd``: the mean is copied as printed (never re-rounded), the sd goes into ``notes``.
-The table carries no date: it comes from ``--date``.
+read ``mean ± sd``: the mean is copied as printed (never re-rounded) and the sd goes into the metric's
+``_sd`` column; ``repetitions`` is the ``--runs N`` of a llama-benchy command line in the text, when there
+is one. The line ``date: YYYY-MM-DD HH:MM:SS`` printed under the table gives the date and time (the CSV
+has none: pass ``--date``).
 """
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
 from builder.errors import Problems
-from builder.importers import Measurement
+from builder.importers import Measurement, decode, harness
 
 _TEST_RE = re.compile(
     r"^(?P<ctx>ctx_)?(?P<kind>pp|tg)(?P<n>\d+)?(?:\s*@\s*d(?P<depth>\d+))?(?:\s*\(c(?P<conc>\d+)\))?$"
@@ -25,8 +29,10 @@ _TEST_RE = re.compile(
 _NUMBER_RE = re.compile(r"^\d+(?:\.\d+)?(?:[eE][+-]?\d+)?$")
 _SD_SPLIT = re.compile(r"\s*(?:±|\+/-|\+-)\s*")
 _DELIMITER_RE = re.compile(r"^:?-+:?$")
-_BUILD_RE = re.compile(r"llama-benchy \([^)]*\)")
-_FOOTER_DATE_RE = re.compile(r"^date:\s*(\d{4}-\d{2}-\d{2})")
+_BUILD_RE = re.compile(r"llama-benchy \((?P<version>[^)]*)\)")
+_FOOTER_DATE_RE = re.compile(r"^date:\s*(?P<date>\d{4}-\d{2}-\d{2})(?:[ T](?P<time>\d{2}:\d{2}))?")
+_RUNS_RE = re.compile(r"llama-benchy\b.*?--runs[ =](?P<runs>\d+)")
+CSV_HEADER = "model,test_name,t_s_mean,t_s_std"
 
 
 @dataclass(frozen=True)
@@ -99,34 +105,79 @@ def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list
 
 
 def read_table(display: str, data: bytes, problems: Problems) -> list[Measurement]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        problems.error(display, None, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})")
+    text = decode(display, data, problems, "llama-benchy output")
+    if text is None:
         return []
     lines = text.replace("\r\n", "\n").split("\n")
+    if lines[0].startswith(CSV_HEADER):
+        return _read_csv(display, lines, problems)
     tables = _tables(lines)
     if not tables:
         problems.error(
             display,
             None,
-            "no llama-benchy results found: expected its JSON report or its markdown table "
-            "(| model | test | t/s | ... | e2e_ttft (ms) |)",
+            "no llama-benchy results found: expected its JSON report, its markdown table "
+            "(| model | test | t/s | ... | e2e_ttft (ms) |) or its CSV (model,test_name,t_s_mean,...)",
         )
         return []
     build = _BUILD_RE.search(text)
-    harness = build.group(0) if build else "llama-benchy"
-    hints = {}
+    meta: dict[str, str] = {}
     for line in lines:
         if m := _FOOTER_DATE_RE.match(line.strip()):
-            hints["date"] = m.group(1)
+            meta["date"] = m["date"]
+            if m["time"]:
+                meta["time"] = m["time"]
             break
+    runs = _RUNS_RE.search(text)
+    context = _Context(
+        harness("llama-benchy", build["version"] if build else None), meta, runs["runs"] if runs else None
+    )
     out: list[Measurement] = []
     for header_line, header, rows in tables:
-        out.extend(_read_rows(display, header_line, header, rows, harness, hints, problems))
+        out.extend(_read_rows(display, header_line, header, rows, context, "table", problems))
     if not out and not problems.errors:
         problems.error(display, None, "the llama-benchy table has no pp or tg lines to import")
     return out
+
+
+@dataclass(frozen=True)
+class _Context:
+    harness: str
+    meta: dict[str, str]
+    runs: str | None
+    """How many repetitions each mean summarises, when the text shows the command's ``--runs``."""
+
+
+def _read_csv(display: str, lines: list[str], problems: Problems) -> list[Measurement]:
+    """The CSV as the table it prints: each ``X_mean``/``X_std`` pair becomes a ``mean ± sd`` cell."""
+    rows = list(csv.reader(lines))
+    head = rows[0]
+    columns = {"t_s": "t/s", "t_s_req": "t/s (req)", "e2e_ttft": "e2e_ttft (ms)"}
+    missing = [f"{name}_mean" for name in columns if f"{name}_mean" not in head]
+    if "model" not in head or "test_name" not in head or missing:
+        problems.error(
+            display, 1, f"not a llama-benchy CSV: no column {', '.join(missing) or 'model/test_name'}"
+        )
+        return []
+    body = [(n, row) for n, row in enumerate(rows[1:], 2) if row]
+    concurrent = any("(c" in row[head.index("test_name")] for _, row in body if len(row) == len(head))
+    if concurrent:
+        columns["t_s"] = "t/s (total)"
+    header = ["model", "test", *columns.values()]
+    table: list[tuple[int, list[str]]] = []
+    for number, row in body:
+        if len(row) != len(head):
+            problems.error(
+                display, number, f"expected {len(head)} cells (as in the header), found {len(row)}"
+            )
+            continue
+        cells = [row[head.index("model")], row[head.index("test_name")]]
+        for name in columns:
+            mean = row[head.index(f"{name}_mean")]
+            std = row[head.index(f"{name}_std")] if f"{name}_std" in head else ""
+            cells.append(f"{mean} ± {std}" if mean and std else mean)
+        table.append((number, cells))
+    return _read_rows(display, 1, header, table, _Context("llama-benchy", {}, None), "CSV", problems)
 
 
 def _read_rows(
@@ -134,8 +185,8 @@ def _read_rows(
     header_line: int,
     header: list[str],
     rows: list[tuple[int, list[str]]],
-    harness: str,
-    hints: dict[str, str],
+    context: _Context,
+    form: str,
     problems: Problems,
 ) -> list[Measurement]:
     total = "t/s (total)" if "t/s (total)" in header else "t/s"
@@ -185,33 +236,45 @@ def _read_rows(
         cells = {
             "prompt_tokens": str(pp.tokens) if pp else "unknown",
             "context_tokens": str(first.depth),
-            "concurrency": str(first.concurrency),
-            "harness": harness,
+            "harness": context.harness,
         }
+
+        def put(field: str, cell: Cell, label: str, unit: str) -> None:
+            cells[field] = cell.mean
+            if cell.sd is not None:
+                cells[f"{field}_sd"] = cell.sd
+            spread.append(f"{label} {cell.shown(unit)}")
+
         spread: list[str] = []
         if pp is not None:
             if (c := pp.cells.get(total)) is not None:
-                cells["prefill_tok_s"] = c.mean
-                spread.append("prefill " + c.shown("tok/s"))
+                put("prefill_tok_s", c, "prefill", "tok/s")
             if (c := pp.cells.get("e2e_ttft (ms)")) is not None:
-                cells["ttft_ms"] = c.mean
-                spread.append("e2e TTFT " + c.shown("ms"))
+                put("ttft_ms", c, "e2e TTFT", "ms")
         if tg is not None:
             cells["output_tokens"] = str(tg.tokens)
             per_request = tg.cells.get("t/s (req)") if "t/s (req)" in columns else tg.cells.get(total)
             if per_request is not None:
-                cells["decode_tok_s"] = per_request.mean
-                spread.append("decode " + per_request.shown("tok/s per request"))
+                put("decode_tok_s", per_request, "decode", "tok/s per request")
             if total == "t/s (total)" and (c := tg.cells.get(total)) is not None:
-                cells["aggregate_tok_s"] = c.mean
-                spread.append("aggregate " + c.shown("tok/s"))
+                put("aggregate_tok_s", c, "aggregate", "tok/s")
+        if context.runs is not None and any(k.endswith("_sd") for k in cells):
+            cells["repetitions"] = context.runs
         lines = ", ".join(f"line {x.number}" for x in (pp, tg) if x is not None)
-        cells["source"] = f"llama-benchy table in {PurePath(display).name}, {lines}"
-        note = f"{harness} markdown table, model {first.model}: {', '.join(spread)} (mean ± sd as printed)"
+        cells["source"] = f"llama-benchy {form} in {PurePath(display).name}, {lines}"
+        note = f"{context.harness} {form}, model {first.model}: {', '.join(spread)} (mean ± sd as printed)"
         if pp is None:
             note += "; no pp line precedes this tg line, so the prompt length is unknown"
         cells["notes"] = note + "."
-        out.append(Measurement(f"{display}:{first.number}", cells, {}, first.model or None, dict(hints)))
+        out.append(
+            Measurement(
+                f"{display}:{first.number}",
+                cells,
+                dict(context.meta),
+                first.model or None,
+                load={"concurrency": str(first.concurrency)},
+            )
+        )
 
     for line in parsed:
         key = (line.depth, line.concurrency)

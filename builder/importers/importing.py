@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from builder.config import SiteConfig
 from builder.content.models import REQUIRED_ROW_FIELDS, ROW_FIELDS, SLUG_RE
 from builder.errors import OutputError, Problems
-from builder.importers import Measurement, read_files
+from builder.importers import Measurement, load_cells, read_files
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -33,8 +33,18 @@ REQUIRED_META: dict[str, str] = {
     "node": "--node NODE",
     "engine_version": "--engine-version V",
     "date": "--date YYYY-MM-DD",
+    "request_rate": "--request-rate R|inf",
+    "concurrency": "--concurrency N|none",
+    "load": "--concurrency N (a closed-loop run) or --request-rate R|inf (an open-loop one)",
 }
 """Required row metadata a benchmark file may lack, and the option that supplies it."""
+
+_LOAD_HINT = {
+    "request_rate": "the requests/s the run sent, inf when all at once; or paste the command line or the "
+    "'Traffic request rate' line printed above the summary",
+    "concurrency": "the run's --max-concurrency, none when it had no cap; or paste the command line or the "
+    "'Maximum request concurrency' line printed above the summary",
+}
 
 _RECORD_HINT: dict[tuple[str, str], str] = {
     ("vllm-bench", "node"): "or benchmark with --metadata node=NODE",
@@ -56,11 +66,20 @@ class ImportOptions:
     env: str | None = None
     date: str | None = None
     contributor: str | None = None
+    request_rate: str | None = None
+    """Requests/s of an open-loop run, or ``inf``: for output that does not show it."""
+    concurrency: str | None = None
+    """The run's concurrency cap, or ``none``: for output that does not show it."""
     out: str | None = None
     """``None``: the conventional path under data/rows; ``-``: standard output; else a file path."""
 
     def metadata(self) -> dict[str, str]:
         names = ("node", "engine_version", "engine_build", "flags", "env", "date", "contributor")
+        return {name: value for name in names if (value := getattr(self, name)) is not None}
+
+    def load(self) -> dict[str, str]:
+        """The load settings given as options."""
+        names = ("request_rate", "concurrency")
         return {name: value for name in names if (value := getattr(self, name)) is not None}
 
 
@@ -114,20 +133,33 @@ def _missing(
             dict.fromkeys(_file_of(m) for m, meta in zip(items, merged, strict=True) if not meta.get(name))
         )
         if lacking:
-            hint = _RECORD_HINT.get((fmt, name), "")
-            if name == "date":
-                shown = {m.hints["date"] for m in items if "date" in m.hints}
-                if len(shown) == 1:
-                    hint = f"the text shows date {shown.pop()}: pass it if that is the day of the run"
-            out.append(MissingField(name, REQUIRED_META[name], lacking, hint))
+            out.append(MissingField(name, REQUIRED_META[name], lacking, _RECORD_HINT.get((fmt, name), "")))
+    given = options.load()
+    for name in ("request_rate", "concurrency", "load"):
+        # "load": the file shows neither, and either option settles it
+        lacking = tuple(
+            dict.fromkeys(
+                _file_of(m)
+                for m in items
+                if name in m.unknown and (name not in given if name != "load" else not given)
+            )
+        )
+        if lacking:
+            out.append(MissingField(name, REQUIRED_META[name], lacking, _LOAD_HINT.get(name, "")))
     return out
 
 
+def _merge(meta: dict[str, str], given: dict[str, str]) -> dict[str, str]:
+    """A file's metadata under the options; a time of day belongs to the file's date, not another one."""
+    merged = {**meta, **given}
+    if "time" in meta and merged.get("date") != meta.get("date"):
+        del merged["time"]
+    return merged
+
+
 def _file_of(item: Measurement) -> str:
-    """The file part of an origin (``README.md:14`` → ``README.md``)."""
-    origin = item.origin.split(" benchmarks[", 1)[0]
-    head, sep, tail = origin.rpartition(":")
-    return head if sep and tail.isdigit() else origin
+    """The file a measurement was read from (its origin may add ``:14`` or `` benchmarks[2]``)."""
+    return item.file or item.origin
 
 
 def build_csv(rows: Sequence[dict[str, str]]) -> tuple[bytes, list[int]]:
@@ -193,7 +225,7 @@ def prepare_import(config: SiteConfig, options: ImportOptions) -> ImportResult:
         problems.error(", ".join(map(str, options.files)), None, "no measurements to import")
         return ImportResult("", None, problems=problems)
     given = options.metadata()
-    merged = [{**item.meta, **given} for item in items]
+    merged = [_merge(item.meta, given) for item in items]
     missing = _missing(options.fmt, options, merged, items)
     if missing:
         return ImportResult("", None, problems=problems, missing=missing)
@@ -216,7 +248,8 @@ def prepare_import(config: SiteConfig, options: ImportOptions) -> ImportResult:
     if problems.errors:
         return ImportResult("", None, problems=problems)
     rows = [
-        {**item.cells, **meta, "recipe": options.recipe} for item, meta in zip(items, merged, strict=True)
+        {**item.cells, **load_cells({**item.load, **options.load()}), **meta, "recipe": options.recipe}
+        for item, meta in zip(items, merged, strict=True)
     ]
     data, lines = build_csv(rows)
     default_rel = conventional_rel(options.recipe, min(meta["date"] for meta in merged), merged[0]["node"])

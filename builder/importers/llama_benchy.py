@@ -1,20 +1,23 @@
-"""llama-benchy output: its JSON report, or its markdown table as printed or pasted into a README.
+"""llama-benchy output: its JSON report, or its markdown table or CSV (:mod:`builder.importers.benchy_table`).
 
-JSON: one row per entry of ``benchmarks`` except context-prefill phases (they only warm the cache):
-prompt_tokens = prompt_size, output_tokens = response_size, context_tokens = context_size,
-prefill_tok_s = pp_throughput.mean, decode_tok_s = tg_req_throughput.mean (per request),
-aggregate_tok_s = tg_throughput.mean, ttft_ms = e2e_ttft.mean, harness = ``llama-benchy <version>``,
-date from ``timestamp``. The table form is read by :mod:`builder.importers.benchy_table`.
+JSON: every entry of ``benchmarks`` except context-prefill phases (they only warm the cache) keeps the
+value of each repetition (``values``), so it gives one trial row per repetition: prompt_tokens =
+prompt_size, output_tokens = response_size, context_tokens = context_size, prefill_tok_s =
+pp_throughput, decode_tok_s = tg_req_throughput (per request), aggregate_tok_s = tg_throughput, ttft_ms =
+e2e_ttft, harness = ``llama-benchy <version>``, date and time from ``timestamp``. At concurrency K the
+per-request metrics keep K values per repetition: the repetition's value is their mean. An entry
+without ``values`` gives one row of means (``_sd`` = ``std``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, NotANumber, load_json, number_text
+from builder.importers import Measurement, NotANumber, harness, load_json, number_text
 from builder.importers.benchy_table import read_table
 
 # metric key -> (row field, label in notes, unit)
@@ -32,14 +35,15 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
     return read_table(display, data, problems)
 
 
-def _date(value: Any) -> str:
+def _stamp(value: Any) -> tuple[str, str]:
+    """(date, ``HH:MM``) of ``timestamp`` as the tool wrote it; an offset is not moved to UTC."""
     if not isinstance(value, str):
         raise NotANumber(f"'timestamp' must be a string, not {value!r}")
     try:
-        # the calendar date as the tool wrote it; a timestamp with an offset is not moved to UTC
-        return dt.datetime.fromisoformat(value.strip()).date().isoformat()
+        stamp = dt.datetime.fromisoformat(value.strip())
     except ValueError:
         raise NotANumber(f"'timestamp' {value!r} is not an ISO date and time") from None
+    return stamp.date().isoformat(), stamp.strftime("%H:%M")
 
 
 def _int(entry: dict[str, Any], key: str, where: str) -> int:
@@ -49,8 +53,8 @@ def _int(entry: dict[str, Any], key: str, where: str) -> int:
     return value
 
 
-def _metric(entry: dict[str, Any], key: str, where: str) -> tuple[Any, Any, int] | None:
-    """(mean, std, runs) of a ``{mean, std, values}`` object, or ``None`` when absent or null."""
+def _metric(entry: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    """A ``{mean, std, values}`` object, or ``None`` when absent or null."""
     value = entry.get(key)
     if value is None:
         return None
@@ -60,7 +64,12 @@ def _metric(entry: dict[str, Any], key: str, where: str) -> tuple[Any, Any, int]
         return None
     number_text(value["mean"], f"{where}: '{key}.mean'")
     values = value.get("values")
-    return value["mean"], value.get("std"), len(values) if isinstance(values, list) else 0
+    if values is not None:
+        if not isinstance(values, list) or not values:
+            raise NotANumber(f"{where}: '{key}.values' must be a list of numbers, not {values!r}")
+        for index, item in enumerate(values):
+            number_text(item, f"{where}: '{key}.values[{index}]'")
+    return value
 
 
 def _wrong_format(obj: Any) -> str | None:
@@ -84,12 +93,12 @@ def _read_json(display: str, data: bytes, problems: Problems) -> list[Measuremen
         return []
     assert isinstance(obj, dict)
     version = obj.get("version")
-    harness = f"llama-benchy {version}" if isinstance(version, str) and version.strip() else "llama-benchy"
+    tool = harness("llama-benchy", version if isinstance(version, str) else None)
     model = obj.get("model") if isinstance(obj.get("model"), str) else None
     meta: dict[str, str] = {}
     if "timestamp" in obj:
         try:
-            meta["date"] = _date(obj["timestamp"])
+            meta["date"], meta["time"] = _stamp(obj["timestamp"])
         except NotANumber as exc:
             problems.error(display, None, str(exc))
             return []
@@ -114,7 +123,7 @@ def _read_json(display: str, data: bytes, problems: Problems) -> list[Measuremen
         if entry.get("is_context_prefill_phase") is True:
             continue  # only warms the cache; the entry after it measures the prompt on that context
         try:
-            out.append(_entry(display, where, entry, harness, meta, model, context))
+            out.extend(_entry(display, where, entry, tool, meta, model, context))
         except NotANumber as exc:
             problems.error(display, None, str(exc))
     return out
@@ -124,22 +133,20 @@ def _entry(
     display: str,
     where: str,
     entry: dict[str, Any],
-    harness: str,
+    tool: str,
     meta: dict[str, str],
     model: str | None,
     context: list[str],
-) -> Measurement:
+) -> list[Measurement]:
     concurrency = _int(entry, "concurrency", where)
-    cells = {
+    base = {
         "prompt_tokens": str(_int(entry, "prompt_size", where)),
         "output_tokens": str(_int(entry, "response_size", where)),
         "context_tokens": str(_int(entry, "context_size", where)),
-        "concurrency": str(concurrency),
-        "harness": harness,
+        "harness": tool,
         "source": f"llama-benchy report {PurePath(display).name}, {where}",
     }
-    spreads: list[str] = []
-    runs = 0
+    metrics: dict[str, tuple[dict[str, Any], str, str, str]] = {}
     notes_extra: list[str] = []
     for key, field, label, unit in _METRICS:
         found = _metric(entry, key, where)
@@ -148,17 +155,56 @@ def _entry(
             found = _metric(entry, "tg_throughput", where)
             if found is not None:
                 notes_extra.append("no tg_req_throughput in the report: decode is tg_throughput (one stream)")
-        if found is None:
-            continue
-        mean, std, n = found
-        cells[field] = number_text(mean, f"{where}: '{key}.mean'")
-        spreads.append(f"{label} {mean}" + (f" ± {std}" if std is not None else "") + f" {unit}")
-        runs = max(runs, n)
+        if found is not None:
+            metrics[key] = (found, field, label, unit)
+    spreads = [
+        f"{label} {m['mean']}" + (f" ± {m['std']}" if m.get("std") is not None else "") + f" {unit}"
+        for m, _, label, unit in metrics.values()
+    ]
     peak = _metric(entry, "peak_throughput", where)
     if peak is not None:
-        spreads.append(f"peak {peak[0]}" + (f" ± {peak[1]}" if peak[1] is not None else "") + " tok/s")
-    text = f"{harness}" + (f" ({', '.join(context)})" if context else "") + ": " + ", ".join(spreads)
-    if runs:
-        text += f"; mean ± sd over {runs} run{'s' if runs != 1 else ''}"
-    cells["notes"] = "; ".join([text, *notes_extra]) + "."
-    return Measurement(f"{display} {where}", cells, dict(meta), model)
+        spreads.append(
+            f"peak {peak['mean']}" + (f" ± {peak['std']}" if peak.get("std") is not None else "") + " tok/s"
+        )
+    head = tool + (f" ({', '.join(context)})" if context else "")
+    load = {"concurrency": str(concurrency)}
+    runs = _runs(metrics, concurrency)
+    if runs is None:
+        cells = dict(base)
+        for m, field, _, _ in metrics.values():
+            cells[field] = number_text(m["mean"], f"{where}: mean")
+            if m.get("std") is not None:
+                cells[f"{field}_sd"] = number_text(m["std"], f"{where}: std")
+        text = f"{head}: {', '.join(spreads)}; means, the report keeps no value per repetition"
+        cells["notes"] = "; ".join([text, *notes_extra]) + "."
+        return [Measurement(f"{display} {where}", cells, dict(meta), model, load=load)]
+    out = []
+    for run in range(runs):
+        cells = dict(base)
+        for m, field, _, _ in metrics.values():
+            values = m["values"]
+            if len(values) == runs:
+                cells[field] = number_text(values[run], f"{where}: value")
+            else:  # concurrency values per repetition, one per request
+                cells[field] = repr(statistics.fmean(values[run * concurrency : (run + 1) * concurrency]))
+        text = (
+            f"{head}: repetition {run + 1} of {runs}; over all repetitions {', '.join(spreads)} (mean ± sd)"
+        )
+        if concurrency > 1:
+            text += f"; per-request metrics are the mean of the repetition's {concurrency} requests"
+        cells["notes"] = "; ".join([text, *notes_extra]) + "."
+        out.append(
+            Measurement(f"{display} {where} repetition {run + 1}", cells, dict(meta), model, load=load)
+        )
+    return out
+
+
+def _runs(metrics: dict[str, tuple[dict[str, Any], str, str, str]], concurrency: int) -> int | None:
+    """The number of repetitions every metric keeps values of, or ``None`` when they do not agree."""
+    lengths = [len(m["values"]) for m, _, _, _ in metrics.values() if m.get("values") is not None]
+    if not lengths or len(lengths) != len(metrics):
+        return None
+    runs = min(lengths)
+    if all(n in (runs, runs * concurrency) for n in lengths):
+        return runs
+    return None

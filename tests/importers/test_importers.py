@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from builder.errors import Problems
-from builder.importers import Measurement, llama_benchy, read_files, vllm_bench
+from builder.importers import Measurement, llama_benchy, load_cells, read_files, vllm_bench
 from builder.importers.benchy_table import read_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
@@ -31,14 +31,24 @@ def test_vllm_mapping_follows_the_formulas(conc: int) -> None:
     cells = item.cells
     assert cells["prompt_tokens"] == str(round(raw["total_input_tokens"] / raw["completed"]))
     assert cells["output_tokens"] == str(round(raw["total_output_tokens"] / raw["completed"]))
-    assert cells["concurrency"] == str(conc)
+    assert item.load["concurrency"] == str(conc)
+    assert load_cells(item.load) == {"concurrency": str(conc)}  # inf under a cap: closed loop
     assert cells["aggregate_tok_s"] == repr(raw["output_throughput"])
     assert float(cells["decode_tok_s"]) == 1000 / raw["median_tpot_ms"]  # exact: repr round-trips
     assert cells["ttft_ms"] == repr(raw["median_ttft_ms"])
     assert cells["itl_ms"] == repr(raw["median_itl_ms"])
+    for stat, name in (
+        ("p99", "ttft_p99_ms"),
+        ("p99", "itl_p99_ms"),
+        ("median", "tpot_ms"),
+        ("median", "e2el_ms"),
+    ):
+        metric = name.removesuffix("_ms").removesuffix("_p99")
+        assert cells[name] == repr(raw[f"{stat}_{metric}_ms"])
     assert cells["harness"] == "vllm bench serve"
     assert item.meta == {
         "date": "2026-01-03",
+        "time": f"{raw['date'][9:11]}:{raw['date'][11:13]}",
         "node": "node-a",
         "engine_version": "1.0.0",
         "flags": "--max-model-len 4096 --kv-cache-dtype fp8",
@@ -58,16 +68,29 @@ def test_vllm_prompt_tokens_rounds_the_mean_length() -> None:
 def test_vllm_without_metadata_reads_only_the_date() -> None:
     items, problems = _read(vllm_bench.read, "vllm-no-metadata.json")
     assert not problems.errors
-    assert items[0].meta == {"date": "2026-01-03"}
+    assert items[0].meta == {"date": "2026-01-03", "time": "15:00"}
 
 
-def test_vllm_uncapped_concurrency_is_an_error() -> None:
+def test_vllm_uncapped_run_is_open_loop_without_a_concurrency() -> None:
     items, problems = _read(vllm_bench.read, "vllm-uncapped.json")
-    assert items == []
-    assert [p.format() for p in problems.errors] == [
-        "vllm-uncapped.json: 'max_concurrency' is null: the run did not cap concurrency, so its rows have no "
-        "concurrency to record; benchmark again with --max-concurrency N"
-    ]
+    assert not problems.errors
+    assert items[0].load == {"request_rate": "inf", "concurrency": "none", "burstiness": "1.0"}
+    # never a guess such as the number of prompts; burstiness shapes no arrivals when all come at once
+    assert load_cells(items[0].load) == {"request_rate": "inf"}
+
+
+def test_load_cells_of_open_and_closed_loop_runs() -> None:
+    assert load_cells({"request_rate": "1.5", "concurrency": "25", "burstiness": "1.0"}) == {
+        "request_rate": "1.5",
+        "concurrency": "25",
+        "burstiness": "1.0",
+    }
+    assert load_cells({"request_rate": "10.0", "concurrency": "none", "burstiness": "1.0"}) == {
+        "request_rate": "10.0",
+        "burstiness": "1.0",
+    }
+    assert load_cells({"request_rate": "inf", "concurrency": "8"}) == {"concurrency": "8"}
+    assert load_cells({"concurrency": "1"}) == {"concurrency": "1"}
 
 
 def _vllm(**changes: object) -> bytes:
@@ -83,7 +106,9 @@ def _vllm(**changes: object) -> bytes:
             {"date": "2026-01-03"},
             "'date' must look like YYYYMMDD-HHMMSS (as vllm writes it), not '2026-01-03'",
         ),
-        ({"date": "20260230-101010"}, "'date' '20260230-101010' is not a real date"),
+        ({"date": "20260230-101010"}, "'date' '20260230-101010' is not a real date and time"),
+        ({"request_rate": 0}, "'request_rate' must be a positive number or inf, not 0"),
+        ({"max_concurrency": "8"}, "'max_concurrency' must be a number, not \"8\""),
         ({"completed": 0}, "'completed' is 0: no request finished, so there is nothing to import"),
         ({"output_throughput": "fast"}, "'output_throughput' must be a number, not \"fast\""),
         (
@@ -108,6 +133,27 @@ def test_vllm_refuses_nan() -> None:
     )
 
 
+def test_vllm_appended_results_one_row_per_line() -> None:
+    lines = [json.loads((FIXTURES / f"vllm-c{c}.json").read_text()) for c in (1, 8)]
+    problems = Problems()
+    data = "".join(json.dumps(obj) + "\n" for obj in lines).encode()
+    items = vllm_bench.read("all.json", data, problems)
+    assert not problems.errors
+    assert [(i.origin, i.load["concurrency"]) for i in items] == [("all.json:1", "1"), ("all.json:2", "8")]
+    assert items[1].cells["source"] == "vllm bench serve result all.json, line 2"
+
+
+def test_vllm_infinity_is_read_as_a_rate_only() -> None:
+    problems = Problems()
+    (item,) = vllm_bench.read(
+        "x.json", _vllm().replace(b'"request_rate": "inf"', b'"request_rate": Infinity'), problems
+    )
+    assert item.load["request_rate"] == "inf"
+    data = _vllm().replace(b'"median_ttft_ms": 140.9', b'"median_ttft_ms": Infinity')
+    assert vllm_bench.read("x.json", data, problems) == []
+    assert problems.errors[0].message == "'median_ttft_ms' must be a finite number, not inf"
+
+
 def test_vllm_zero_tpot_leaves_decode_unmeasured() -> None:
     problems = Problems()
     (item,) = vllm_bench.read("x.json", _vllm(median_tpot_ms=0.0), problems)
@@ -120,38 +166,36 @@ def test_vllm_wrong_format_names_the_file_and_the_right_option() -> None:
     assert items == []
     assert [p.format() for p in problems.errors] == [
         "llama-benchy.json: not a 'vllm bench serve --save-result' file: missing keys date, completed, "
-        "total_input_tokens, total_output_tokens, output_throughput; this looks like a llama-benchy report: "
-        "use --from llama-benchy"
+        "total_input_tokens, total_output_tokens, output_throughput; this looks like a llama-benchy or guidellm "
+        "report: use --from llama-benchy or --from guidellm"
     ]
 
 
 # --- llama-benchy JSON --------------------------------------------------------------------------
 
 
-def test_benchy_json_skips_prefill_phases_and_maps_each_entry() -> None:
+def test_benchy_json_gives_one_trial_row_per_repetition() -> None:
     raw = json.loads((FIXTURES / "llama-benchy.json").read_text())
     items, problems = _read(llama_benchy.read, "llama-benchy.json")
     assert not problems.errors
     kept = [b for b in raw["benchmarks"] if not b["is_context_prefill_phase"]]
-    assert len(raw["benchmarks"]) == 10 and len(kept) == 6 == len(items)
-    settings = [(i.cells["concurrency"], i.cells["context_tokens"]) for i in items]
+    assert len(raw["benchmarks"]) == 10 and len(kept) == 6 and len(items) == 6 * 3
+    settings = [(i.load["concurrency"], i.cells["context_tokens"]) for i in items[::3]]
     assert settings == [("1", "0"), ("1", "4096"), ("1", "8192"), ("2", "0"), ("2", "4096"), ("2", "8192")]
-    for entry, item in zip(kept, items, strict=True):
+    for n, item in enumerate(items):
+        entry, run = kept[n // 3], n % 3
         cells = item.cells
         assert cells["prompt_tokens"] == str(entry["prompt_size"])
         assert cells["output_tokens"] == str(entry["response_size"])
-        assert cells["prefill_tok_s"] == repr(entry["pp_throughput"]["mean"])
-        assert cells["decode_tok_s"] == repr(entry["tg_req_throughput"]["mean"])
-        assert cells["aggregate_tok_s"] == repr(entry["tg_throughput"]["mean"])
-        assert cells["ttft_ms"] == repr(entry["e2e_ttft"]["mean"])
+        assert cells["prefill_tok_s"] == repr(entry["pp_throughput"]["values"][run])
+        assert cells["decode_tok_s"] == repr(entry["tg_req_throughput"]["values"][run])
+        assert cells["aggregate_tok_s"] == repr(entry["tg_throughput"]["values"][run])
+        assert cells["ttft_ms"] == repr(entry["e2e_ttft"]["values"][run])
+        assert "repetitions" not in cells and not any(k.endswith("_sd") for k in cells)
         assert cells["harness"] == "llama-benchy 0.3.2"
+        assert f"repetition {run + 1} of 3" in cells["notes"]
         assert f"± {entry['tg_req_throughput']['std']} tok/s per request" in cells["notes"]
-        assert "over 3 runs" in cells["notes"]
-        assert item.meta == {"date": "2026-01-04"}
-    # at concurrency 2 the per-request decode is not the aggregate
-    assert float(items[3].cells["aggregate_tok_s"]) == pytest.approx(
-        2 * float(items[3].cells["decode_tok_s"])
-    )
+        assert item.meta == {"date": "2026-01-04", "time": "17:11"}
 
 
 def test_benchy_json_older_report_without_per_request_decode() -> None:
@@ -162,7 +206,7 @@ def test_benchy_json_older_report_without_per_request_decode() -> None:
     items = llama_benchy.read("old.json", json.dumps(raw).encode(), problems)
     assert items[0].cells["decode_tok_s"] == items[0].cells["aggregate_tok_s"]
     assert "decode is tg_throughput (one stream)" in items[0].cells["notes"]
-    assert all("decode_tok_s" not in i.cells for i in items if i.cells["concurrency"] == "2")
+    assert all("decode_tok_s" not in i.cells for i in items if i.load["concurrency"] == "2")
 
 
 def test_benchy_json_timestamp_forms() -> None:
@@ -183,7 +227,7 @@ def test_benchy_json_entry_without_sizes_is_located() -> None:
     del raw["benchmarks"][2]["prompt_size"]
     problems = Problems()
     items = llama_benchy.read("r.json", json.dumps(raw).encode(), problems)
-    assert len(items) == 5
+    assert len(items) == 5 * 3  # the other entries, one trial row per repetition
     assert [p.message for p in problems.errors] == [
         "benchmarks[2]: 'prompt_size' must be a whole number, not None"
     ]
@@ -202,8 +246,8 @@ def test_benchy_wrong_format_csv() -> None:
     items, problems = _read(llama_benchy.read, "not-a-benchmark.csv")
     assert items == []
     assert [p.format() for p in problems.errors] == [
-        "not-a-benchmark.csv: no llama-benchy results found: expected its JSON report or its markdown table "
-        "(| model | test | t/s | ... | e2e_ttft (ms) |)"
+        "not-a-benchmark.csv: no llama-benchy results found: expected its JSON report, its markdown table "
+        "(| model | test | t/s | ... | e2e_ttft (ms) |) or its CSV (model,test_name,t_s_mean,...)"
     ]
 
 
@@ -220,7 +264,6 @@ def test_table_pasted_in_a_readme() -> None:
                 "prompt_tokens",
                 "output_tokens",
                 "context_tokens",
-                "concurrency",
                 "prefill_tok_s",
                 "decode_tok_s",
                 "ttft_ms",
@@ -234,7 +277,6 @@ def test_table_pasted_in_a_readme() -> None:
             "prompt_tokens": "2048",
             "output_tokens": "32",
             "context_tokens": "0",
-            "concurrency": "1",
             "prefill_tok_s": "2019.02",
             "decode_tok_s": "52.94",
             "ttft_ms": "1115.41",
@@ -244,7 +286,6 @@ def test_table_pasted_in_a_readme() -> None:
             "prompt_tokens": "2048",
             "output_tokens": "32",
             "context_tokens": "4096",
-            "concurrency": "1",
             "prefill_tok_s": "1994.49",
             "decode_tok_s": "46.69",
             "ttft_ms": "3198.97",
@@ -254,7 +295,6 @@ def test_table_pasted_in_a_readme() -> None:
             "prompt_tokens": "2048",
             "output_tokens": "32",
             "context_tokens": "8192",
-            "concurrency": "1",
             "prefill_tok_s": "1751.68",
             "decode_tok_s": "40.40",
             "ttft_ms": "5971.27",
@@ -262,14 +302,21 @@ def test_table_pasted_in_a_readme() -> None:
         },
     ]
     assert [i.origin for i in items] == [f"llama-benchy-readme.md:{n}" for n in (13, 17, 19)]
+    assert all(i.load == {"concurrency": "1"} for i in items)
     first = items[0].cells
-    assert first["harness"] == "llama-benchy (build: 75bc129)"
+    assert first["harness"] == "llama-benchy build: 75bc129"
+    # mean ± sd: the sd in the metric's _sd column, as printed
+    assert (first["prefill_tok_s_sd"], first["decode_tok_s_sd"], first["ttft_ms_sd"]) == (
+        "34.98",
+        "1.01",
+        "18.70",
+    )
+    assert "repetitions" not in first  # the text shows no --runs
     assert "prefill 2019.02 ± 34.98 tok/s" in first["notes"]
-    assert "decode 52.94 ± 1.01 tok/s per request" in first["notes"]
-    assert "e2e TTFT 1115.41 ± 18.70 ms" in first["notes"]
-    assert "prefill 1751.68 tok/s," in items[2].cells["notes"]  # a cell without a spread
-    assert all(i.meta == {} for i in items)  # the table carries no date: --date gives it
-    assert items[0].hints == {"date": "2026-01-05"}
+    assert "prefill_tok_s_sd" not in items[2].cells  # a cell without a spread
+    assert items[2].cells["decode_tok_s_sd"] == "1.19"
+    # the date (and time) printed under the table
+    assert all(i.meta == {"date": "2026-01-05", "time": "09:30"} for i in items)
     assert items[0].model == "example/tiny-fp8"
 
 
@@ -278,7 +325,7 @@ def test_table_concurrency_layout() -> None:
     assert not problems.errors
     c4 = items[1].cells
     assert (
-        c4["concurrency"],
+        items[1].load["concurrency"],
         c4["prefill_tok_s"],
         c4["decode_tok_s"],
         c4["aggregate_tok_s"],

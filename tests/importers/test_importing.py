@@ -69,8 +69,8 @@ def test_out_dash_prints_csv_header_first_and_writes_nothing(
     assert code == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0] == (
-        "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,prefill_tok_s,ttft_ms,"
-        "output_tokens,context_tokens,harness,source,notes"
+        "date,time,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,prefill_tok_s,ttft_ms,"
+        "decode_tok_s_sd,prefill_tok_s_sd,ttft_ms_sd,output_tokens,context_tokens,harness,source,notes"
     )
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["context_tokens"], r["decode_tok_s"]) for r in rows] == [
@@ -138,14 +138,38 @@ def test_missing_metadata_names_each_field_and_its_option(
     assert not (root / "data/rows/tiny").joinpath("2026-01-03-node-a.csv").exists()
 
 
-def test_table_needs_a_date_and_says_which_it_saw(
+def test_table_takes_the_date_printed_under_it(
     make_site: MakeSite, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = make_site()
-    assert _run(root, "--from", "llama-benchy", _fixture("llama-benchy-readme.md"), *META) == 1
-    assert capsys.readouterr().err.splitlines()[1:] == [
-        "  missing date: pass --date YYYY-MM-DD (the text shows date 2026-01-05: pass it if that is the day of "
-        f"the run); not recorded in {_fixture('llama-benchy-readme.md')}",
+    assert _run(root, "--from", "llama-benchy", _fixture("llama-benchy-readme.md"), *META, "--out", "-") == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {(r["date"], r["time"]) for r in rows} == {("2026-01-05", "09:30")}
+    # another --date wins, and the printed time of day then belongs to no run
+    assert (
+        _run(
+            root,
+            "--from",
+            "llama-benchy",
+            _fixture("llama-benchy-readme.md"),
+            *META,
+            "--date",
+            "2026-01-06",
+            "--out",
+            "-",
+        )
+        == 0
+    )
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["date"] for r in rows} == {"2026-01-06"} and "time" not in rows[0]
+
+
+def test_printed_summary_needs_a_date(make_site: MakeSite, capsys: pytest.CaptureFixture[str]) -> None:
+    root = make_site()
+    assert _run(root, "--from", "vllm-bench", _fixture("vllm-printed-dennislee22.md"), *META) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "missing required metadata; nothing was written:",
+        f"  missing date: pass --date YYYY-MM-DD; not recorded in {_fixture('vllm-printed-dennislee22.md')}",
     ]
 
 
@@ -217,8 +241,8 @@ def test_wrong_format_is_a_clear_error(make_site: MakeSite, capsys: pytest.Captu
     root = make_site()
     assert _run(root, "--from", "vllm-bench", _fixture("not-a-benchmark.csv"), *META) == 1
     assert capsys.readouterr().err.splitlines() == [
-        f"{_fixture('not-a-benchmark.csv')}:1: not a 'vllm bench serve --save-result' file: not valid JSON "
-        "(Expecting value: line 1 column 1 (char 0))",
+        f"{_fixture('not-a-benchmark.csv')}: not vllm bench serve output: expected the JSON of --save-result "
+        "or the printed summary (============ Serving Benchmark Result ============)",
         "import failed: 1 error; nothing was written",
     ]
 
@@ -312,4 +336,111 @@ def test_importing_into_a_copy_of_the_shipped_site(
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "is --recipe right?" in captured.err  # the fixture's model is not that recipe's checkpoint
-    assert len(captured.out.splitlines()) == 7
+    assert len(captured.out.splitlines()) == 1 + 6 * 3  # one trial row per repetition
+
+
+def test_open_loop_run_imports_with_its_rate_and_no_concurrency(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_site()
+    monkeypatch.chdir(root)
+    assert _run(root, "--from", "vllm-bench", _fixture("vllm-uncapped.json"), *META) == 0
+    out = capsys.readouterr().out.strip()
+    with (root / out).open(encoding="utf-8") as handle:
+        (row,) = list(csv.DictReader(handle))
+    # max_concurrency null: an open-loop run at inf, never a concurrency guessed from the prompt count
+    assert (row["request_rate"], row.get("concurrency"), row.get("burstiness")) == ("inf", None, None)
+    assert row["time"] == "15:15"
+
+
+def test_printed_summaries_without_a_cap_name_the_option(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("sglang-dlora-results.md")
+    assert _run(root, "--from", "sglang", fixture, *META) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "missing required metadata; nothing was written:",
+        f"  missing date: pass --date YYYY-MM-DD; not recorded in {fixture}",
+        "  missing concurrency: pass --concurrency N|none (the run's --max-concurrency, none when it had no "
+        "cap; or paste the command line or the 'Maximum request concurrency' line printed above the summary); "
+        f"not recorded in {fixture}",
+    ]
+    # given, the three request rates become three open-loop rows
+    assert (
+        _run(
+            root,
+            "--from",
+            "sglang",
+            fixture,
+            *META,
+            "--concurrency",
+            "none",
+            "--date",
+            "2025-06-01",
+            "--out",
+            "-",
+        )
+        == 0
+    )
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["request_rate"], r.get("concurrency")) for r in rows] == [
+        ("2.0", None),
+        ("4.0", None),
+        ("8.0", None),
+    ]
+    assert {r["harness"] for r in rows} == {"sglang bench_serving"}
+
+
+def test_export_without_its_load_names_both_options(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("genai-perf-cloudai.csv")
+    assert _run(root, "--from", "aiperf", fixture, *META, "--date", "2025-06-01") == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[1:] == [
+        "  missing load: pass --concurrency N (a closed-loop run) or --request-rate R|inf (an open-loop one); "
+        f"not recorded in {fixture}"
+    ]
+    # a closed-loop run at 4: no request rate
+    assert (
+        _run(
+            root,
+            "--from",
+            "aiperf",
+            fixture,
+            *META,
+            "--date",
+            "2025-06-01",
+            "--concurrency",
+            "4",
+            "--out",
+            "-",
+        )
+        == 0
+    )
+    (row,) = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (row["concurrency"], row.get("request_rate")) == ("4", None)
+    assert (row["ttft_ms"], row["e2el_p99_ms"]) == ("640.07", "9436.13")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--request-rate", "0"), ("--request-rate", "fast"), ("--concurrency", "0")]
+)
+def test_bad_load_options_are_usage_errors(make_site: MakeSite, option: str, value: str) -> None:
+    root = make_site()
+    with pytest.raises(SystemExit) as exc:
+        _run(root, "--from", "aiperf", _fixture("genai-perf-cloudai.csv"), option, value)
+    assert exc.value.code == 2
+
+
+def test_missing_fields_name_the_file_whatever_the_origin(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    fixture = _fixture("llama-bench.json")  # origins like 'llama-bench.json [0]'
+    assert _run(root, "--from", "llama-bench", fixture, "--recipe", "tiny") == 1
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"  missing node: pass --node NODE; not recorded in {fixture}"
+    ]

@@ -1,0 +1,74 @@
+"""SGLang's ``python -m sglang.bench_serving``: its printed summary, or its ``--output-file`` JSON Lines.
+
+Both give one row per run: a pasted file may hold one summary per request rate, and the JSONL file gets
+one line appended per run. The mapping is :mod:`builder.importers.serving`'s, with SGLang's names for
+the end-to-end latency (``median_e2e_latency_ms``, ``Median E2E Latency (ms)``). SGLang writes an
+unbounded request rate as JSON ``Infinity``; its ``concurrency`` key and ``Concurrency:`` line are the
+concurrency it measured, not the cap (``max_concurrency``), and are kept in notes only. Neither form
+records the date: pass ``--date``.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any
+
+from builder.errors import Problems
+from builder.importers import Measurement, load_json_lines
+from builder.importers.printed import read_summaries
+from builder.importers.serving import Result, measurement
+
+TOOL = "sglang bench_serving"
+_RENAMED = {"median_e2e_latency_ms": "median_e2el_ms", "p99_e2e_latency_ms": "p99_e2el_ms"}
+_REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+
+
+def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
+    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        printed = read_summaries(display, data, problems, TOOL, TOOL)
+        if printed is not None:
+            return printed
+        if not problems.errors:
+            problems.error(
+                display,
+                None,
+                "not sglang bench_serving output: expected its printed summary "
+                "(============ Serving Benchmark Result ============) or its --output-file JSON Lines",
+            )
+        return []
+    out: list[Measurement] = []
+    name = PurePath(display).name
+    for number, obj in load_json_lines(display, data, problems, "an sglang bench_serving JSONL file", True):
+        if not isinstance(obj, dict):
+            problems.error(display, number, f"line {number} must be a JSON object")
+            continue
+        missing = [key for key in _REQUIRED if key not in obj]
+        if missing:
+            problems.error(
+                display,
+                number,
+                f"not an sglang bench_serving result: line {number} lacks {', '.join(missing)}",
+            )
+            continue
+        values: dict[str, Any] = {_RENAMED.get(str(key), str(key)): value for key, value in obj.items()}
+        head = f"{TOOL}: {obj['completed']} requests completed"
+        for key in ("backend", "dataset_name", "request_rate", "max_concurrency", "duration", "concurrency"):
+            if key in obj:
+                label = "measured concurrency" if key == "concurrency" else key
+                head += f", {label} {obj[key]}"
+        reasons: list[str] = []
+        item = measurement(
+            Result(values, {key: f"line {number} '{key}'" for key in values}),
+            f"{display}:{number}",
+            TOOL,
+            f"{TOOL} result in {name}, line {number}",
+            {},
+            None,
+            head,
+            reasons,
+        )
+        for reason in reasons:
+            problems.error(display, number, reason)
+        if item is not None:
+            out.append(item)
+    return out
