@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from builder.errors import ConfigError
+from builder.files import InputError, read_regular
 from builder.yamlio import YamlProblem, load_yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -68,9 +69,20 @@ def load_config(root: str | Path, out: str | Path | None = None, *, verbose: boo
         raise ConfigError(f"'{root}' holds neither content/ nor data/: is --root right?", root_path)
     settings = SiteSettings()
     site_yaml = root_path / "site.yaml"
-    if site_yaml.is_file():
+    try:
+        data: bytes | None = read_regular(site_yaml)
+    except FileNotFoundError:
+        data = None
+    except InputError as exc:
+        raise ConfigError(exc.message, "site.yaml") from None
+    if data is not None:
         try:
-            doc = load_yaml(site_yaml.read_text(encoding="utf-8"))
+            doc = load_yaml(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ConfigError(
+                f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8", "site.yaml", line
+            ) from None
         except YamlProblem as exc:
             raise ConfigError(exc.message, "site.yaml", exc.line) from None
         if doc.duplicates:

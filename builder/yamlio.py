@@ -137,16 +137,52 @@ _PLAIN_KEY_TAGS = frozenset(
 )
 
 
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings a document may have (libyaml's composer recurses: a few
+thousand levels of ``[`` overflow the stack)."""
+
+
+def _check_events(text: str, first_line: int) -> None:
+    """Refuse aliases and too deep nesting before anything is composed.
+
+    An alias repeats a value: 500 bytes of nested aliases expand to gigabytes, and ``&a [*a]`` is a
+    value that contains itself. No site file needs one, so each is an error at its line."""
+    loader = _Loader(text)
+    try:
+        depth = 0
+        while True:
+            event = loader.get_event()
+            if event is None or isinstance(event, yaml.StreamEndEvent):
+                return
+            if isinstance(event, yaml.AliasEvent):
+                raise YamlProblem(
+                    f"YAML aliases are not allowed (*{event.anchor}): write the value out",
+                    event.start_mark.line + first_line,
+                )
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise YamlProblem(
+                        f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line + first_line
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    finally:
+        loader.dispose()
+
+
 def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
     """Parse ``text`` whose first line is file line ``first_line``.
 
-    Raise :class:`YamlProblem` (with a file line) on a syntax error; duplicate keys are collected
-    in :attr:`YamlDoc.duplicates` instead.
+    Raise :class:`YamlProblem` (with a file line) on a syntax error, an alias or nesting deeper
+    than :data:`MAX_DEPTH`; duplicate keys are collected in :attr:`YamlDoc.duplicates` instead.
     """
-    # One parse: the composed node tree gives the key lines and is then constructed into values.
+    # The events first (aliases, depth: see _check_events), then the composed node tree gives the
+    # key lines and is constructed into values.
     loader = _Loader(text)
     try:
         try:
+            _check_events(text, first_line)
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark

@@ -25,10 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
-    from builder.engine.check import check_site
+    from builder.engine.check import CheckReport, check_site
+    from builder.errors import ConfigError
 
-    config = load_config(args.root)
-    report = check_site(config, strict=args.strict, full=args.format == "json")
+    try:
+        config = load_config(args.root)
+    except ConfigError as exc:
+        # Reported in the format asked for: CI parses --format json whatever went wrong.
+        report = CheckReport.refused([exc.problem()])
+    else:
+        report = check_site(config, strict=args.strict, full=args.format == "json")
     if args.format == "json":
         print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
     elif args.format == "github":

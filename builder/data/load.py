@@ -28,6 +28,7 @@ from builder.content.models import (
     RecipeMeta,
 )
 from builder.errors import BuilderError, Problem, Problems
+from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 if TYPE_CHECKING:
@@ -59,7 +60,14 @@ class SiteLoader:
 
     def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
         """The page of the content file ``rel`` (None when invalid), its problems in ``problems``."""
-        return parse(path.read_bytes(), problems)
+        try:
+            data = read_regular(path)
+        except (FileNotFoundError, InputError) as exc:
+            problems.error(
+                rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading"
+            )
+            return None
+        return parse(data, problems)
 
     def load_content(self, root: Path) -> Content:
         """Every content page (after the rows: see :func:`load_site`)."""
@@ -179,12 +187,15 @@ def _load_yaml_mapping(
     path: Path, rel: str, model: type[M], problems: Problems, *, required: bool, known: set[str] | None = None
 ) -> dict[str, M]:
     """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
-    if not path.is_file():
+    try:
+        doc = load_yaml(read_regular(path).decode("utf-8"))
+    except FileNotFoundError:
         if required:
             problems.error(rel, None, "file is missing")
         return {}
-    try:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+    except InputError as exc:
+        problems.error(rel, None, exc.message)
+        return {}
     except UnicodeDecodeError:
         problems.error(rel, None, "not valid UTF-8")
         return {}
@@ -238,7 +249,7 @@ def _load_pages(
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
         return pages
-    names, others = _content_files(directory)
+    names, others = _content_files(directory, f"content/{folder}/", problems)
     for name in names:
         rel = f"content/{folder}/{name}"
         path = directory / name
@@ -261,17 +272,32 @@ def _load_pages(
     return pages
 
 
-def _content_files(directory: Path) -> tuple[list[str], list[str]]:
-    """Names of the ``*.md`` entries of ``directory``, and the relative paths of every other file
-    under it (which are ignored, with a warning), each sorted as paths sort."""
-    names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".md"))
+def _content_files(
+    directory: Path, rel: str, problems: Problems | None = None
+) -> tuple[list[str], list[str]]:
+    """Names of the ``*.md`` files of ``directory``, and the relative paths of every other file
+    under it (which are ignored, with a warning), each sorted as paths sort. Listed by
+    :func:`builder.files.walk`, as the engine's input scan lists them: a symbolic link, a special
+    file, a folder named ``*.md`` or an unreadable file is an error in ``problems``."""
+    listing = walk(directory)
+    names: list[str] = []
     others: list[list[str]] = []
-    for folder, _dirs, files in os.walk(directory):
-        prefix = os.path.relpath(folder, directory)
-        for name in files:
-            if os.path.splitext(name)[1] != ".md" and os.path.isfile(os.path.join(folder, name)):
-                others.append(name.split("/") if prefix == "." else [*prefix.split(os.sep), name])
-    return names, ["/".join(parts) for parts in sorted(others)]
+    for key, (path, _st) in listing.files.items():
+        parts = key.split("/")
+        if len(parts) == 1 and key.endswith(".md"):
+            if readable(path):
+                names.append(key)
+            elif problems is not None:
+                problems.error(f"{rel}{key}", None, UNREADABLE)
+        elif os.path.splitext(key)[1] != ".md" or len(parts) > 1:
+            others.append(parts)
+    if problems is not None:
+        for key, reason in sorted(listing.refused.items()):
+            problems.error(f"{rel}{key}", None, reason)
+        for key in sorted(listing.folders):
+            if key.count("/") == 1 and key.endswith(".md/"):
+                problems.error(f"{rel}{key.rstrip('/')}", None, FOLDER)
+    return sorted(names), ["/".join(parts) for parts in sorted(others)]
 
 
 def _load_page(
@@ -443,10 +469,12 @@ def load_site(
         root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
     )
     # Recipe slugs are file names: the rows are validated against them whatever the front matter says.
-    names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
+    names = _content_files(root / "content" / "recipes", "content/recipes/")[0]
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
     row_problems = Problems()
-    files = discover_row_files(root, read=loader.read_row_files_first()) + list(extra_row_files or [])
+    files = discover_row_files(root, row_problems, read=loader.read_row_files_first()) + list(
+        extra_row_files or []
+    )
     con: duckdb.DuckDBPyConnection | None = None
 
     def connect() -> duckdb.DuckDBPyConnection:

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +38,7 @@ from builder.data.rowfile import (
     strip_bom,
 )
 from builder.errors import Problems
+from builder.files import UNREADABLE, readable, walk
 
 __all__ = [
     "PARSERS",
@@ -273,33 +273,30 @@ PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
 ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
-def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
+def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> list[RowFile]:
     """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path).
 
+    Listed by :func:`builder.files.walk`, as the engine's input scan lists them: a symbolic link,
+    a special file or an unreadable file is an error, any other file a warning (it is ignored).
     With ``read=False`` the files are not read here: :func:`parse_row_files` reads each when it
     parses it and keeps only the bytes it needs later (a big import does not sit in memory twice).
     """
-    rows_dir = root / "data" / "rows"
-    if not rows_dir.is_dir():
-        return []
-    # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
+    listing = walk(root / "data" / "rows", "data/rows/")
     found: list[tuple[str, str, str, str]] = []
-    stack = [(str(rows_dir), "data/rows/")]
-    while stack:
-        folder, rel = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir():
-                    stack.append((entry.path, f"{rel}{entry.name}/"))
-                    continue
-                entry_name = entry.name
-                dot = entry_name.rfind(".")
-                # os.path.splitext's suffix: none when only dots come before the last one.
-                suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
-                if suffix in ROW_FILE_SUFFIXES and entry.is_file():
-                    name = f"{rel}{entry_name}"
-                    # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
-                    found.append((name.replace("/", "\0"), name, entry.path, suffix[1:]))
+    for name, (path, _st) in listing.files.items():
+        entry_name = name.rsplit("/", 1)[-1]
+        dot = entry_name.rfind(".")
+        # os.path.splitext's suffix: none when only dots come before the last one.
+        suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
+        if suffix not in ROW_FILE_SUFFIXES:
+            problems.warn(name, None, "ignored: row files end in .csv, .jsonl or .parquet")
+        elif not readable(path):
+            problems.error(name, None, UNREADABLE)
+        else:
+            # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
+            found.append((name.replace("/", "\0"), name, path, suffix[1:]))
+    for name, reason in sorted(listing.refused.items()):
+        problems.error(name, None, reason)
     found.sort()
     out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
     if read:
