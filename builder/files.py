@@ -127,9 +127,7 @@ def readable(path: str) -> bool:
     return os.access(path, os.R_OK)
 
 
-def excerpt(text: str | bytes, limit: int = 80) -> str:
-    """A short escaped excerpt of content the builder could not parse, for a message: never more
-    than ``limit`` characters of the input, control characters and quotes escaped."""
-    cut = text[:limit]
-    shown = repr(cut)
-    return shown + ("…" if len(text) > limit else "")
+def excerpt(text: str, limit: int = 80) -> str:
+    """At most ``limit`` characters of ``text`` (input the builder could not parse, quoted in a
+    message), with ``…`` when cut; :class:`builder.errors.Problem` escapes control characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -32,6 +32,21 @@ Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
+CONTROL_CHARACTERS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+"""Characters no text may hold, as the body of a regex class (Python, RE2 and ECMA read it alike):
+the C0 controls but tab and line breaks, and DEL. XML cannot carry them (the feeds)."""
+FORMULA_STARTS = "=+@"
+"""Characters a row's text may not begin with: a spreadsheet opening the site's ``data/rows.csv``
+would run such a cell as a formula. (Flags and env begin with ``-``, which stays allowed.)"""
+SPACES = r" \t\n\r"
+ROW_TEXT_PATTERN = rf"^([^{FORMULA_STARTS}{CONTROL_CHARACTERS}][^{CONTROL_CHARACTERS}]*)?$"
+"""A row's text: no control character, no formula start."""
+VERSION_PATTERN = rf"^[^{SPACES}{FORMULA_STARTS}{CONTROL_CHARACTERS}]([^{CONTROL_CHARACTERS}]*[^{SPACES}{CONTROL_CHARACTERS}])?$"
+"""A row's engine version: row text, not empty, without spaces around it (``" 0.24.0"`` would not
+equal its recipe's ``0.24.0``)."""
+RowText = Annotated[str, StringConstraints(pattern=ROW_TEXT_PATTERN)]
+Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(
@@ -217,7 +232,7 @@ class Row(_Model):
     """Slug of the recipe the run was meant to follow."""
     node: Slug
     """Node id from ``data/nodes.yaml``."""
-    engine_version: NonEmpty
+    engine_version: Version
     """Engine version the run reported (``unknown`` if not recorded)."""
     prompt_tokens: PositiveInt | Literal["unknown"]
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
@@ -233,11 +248,11 @@ class Row(_Model):
     """Time to first token, ms (lower is better)."""
     itl_ms: Annotated[Metric | None, Measured("ITL", "ms", lower_is_better=True)] = None
     """Inter-token latency, ms (lower is better)."""
-    engine: str | None = None
+    engine: RowText | None = None
     """Serving engine; defaults to the recipe's."""
-    flags: str | None = None
+    flags: RowText | None = None
     """Serve flags of the run as typed; empty = not recorded."""
-    env: str | None = None
+    env: RowText | None = None
     """Environment of the run as ``K=V K2=V2``; empty = not recorded."""
     output_tokens: PositiveInt | None = None
     """Tokens generated per request."""
@@ -251,17 +266,17 @@ class Row(_Model):
         None
     )
     """Resident weight memory, GiB."""
-    engine_build: str | None = None
+    engine_build: RowText | None = None
     """Image digest or wheel commit: what a version string cannot tell apart."""
-    driver: str | None = None
+    driver: RowText | None = None
     """GPU driver version during the run."""
-    harness: str | None = None
+    harness: RowText | None = None
     """Benchmark tool that produced the figure."""
-    contributor: str | None = None
+    contributor: RowText | None = None
     """Who ran it."""
-    source: str | None = None
+    source: RowText | None = None
     """Where the figure comes from (a document, a URL, a log)."""
-    notes: str | None = None
+    notes: RowText | None = None
     """Anything a reader needs to interpret the figure."""
 
 

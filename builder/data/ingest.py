@@ -23,6 +23,10 @@ from builder.content.models import (
     REQUIRED_ROW_FIELDS,
     ROW_SCHEMA,
     TEXT_ROW_FIELDS,
+    CONTROL_CHARACTERS,
+    FORMULA_STARTS,
+    ROW_TEXT_PATTERN,
+    VERSION_PATTERN,
     ColumnKind,
 )
 from builder.data.rowfile import take_rows
@@ -35,6 +39,10 @@ if TYPE_CHECKING:
 _INT_RE = r"^[0-9]+$"
 _FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_ZERO_RE = r"^[0.]*([eE][+-]?[0-9]+)?$"
+"""A number written as zero: any other that casts to 0 underflowed (``1e-400``)."""
+_TEXT_PATTERNS = {"engine_version": VERSION_PATTERN}
+"""The pattern of each text column that is not :data:`ROW_TEXT_PATTERN`."""
 
 ARROW_TYPES: dict[ColumnKind, pa.DataType] = {
     "date": pa.date32(),
@@ -77,9 +85,36 @@ def _int_check(col: str, minimum: int) -> str:
         END"""
 
 
+def _float_ok(col: str) -> str:
+    """A cell that is a finite number and casts to what it says (nothing underflows to 0)."""
+    return (
+        f"regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE)) "
+        f"AND (TRY_CAST({col} AS DOUBLE) <> 0 OR regexp_full_match({col}, '{_ZERO_RE}'))"
+    )
+
+
+def _text_check(col: str) -> str:
+    """Control characters, a formula start, spaces around a version: what a text cell may not hold."""
+    pattern = _TEXT_PATTERNS.get(col, ROW_TEXT_PATTERN)
+    control = f"[{CONTROL_CHARACTERS}]"
+    return f"""CASE WHEN {col} IS NULL OR regexp_full_match({col}, {_q(pattern)}) THEN NULL
+        WHEN regexp_matches({col}, '{control}')
+            THEN '{col} holds the control character '
+                || printf('U+%04X', unicode(regexp_extract({col}, '{control}')))
+                || ' at character ' || (length(regexp_extract({col}, '^[^{CONTROL_CHARACTERS}]*')) + 1)
+                || '; text may hold tabs and line breaks, no other control character'
+        WHEN regexp_matches({col}, '^[{FORMULA_STARTS}]')
+            THEN '{col} begins with ''' || left({col}, 1) || ''': a spreadsheet opening the downloads '
+                || 'would run it as a formula; write it otherwise'
+        WHEN {col} = '' THEN NULL
+        ELSE '{col} ''' || left({col}, 80) || ''' has spaces around it; remove them' END"""
+
+
 def _float_check(col: str) -> str:
     return f"""CASE WHEN {_blank(col)} THEN NULL
-        WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE)) THEN NULL
+        WHEN {_float_ok(col)} THEN NULL
+        WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE))
+            THEN '{col} ''' || {col} || ''' is too small to store (it would be 0)'
         WHEN regexp_full_match({col}, '^[0-9]+,[0-9]+$')
             THEN '{col} ''' || {col} || ''' uses a decimal comma; write a point'
         WHEN regexp_full_match(lower({col}), '^[+-]?(nan|inf|infinity)$')
@@ -96,8 +131,9 @@ def _value_checks() -> list[tuple[str, str]]:
             f"""CASE WHEN {_blank("date")} THEN NULL
         WHEN NOT regexp_full_match(date, '{_DATE_RE}')
             THEN 'date \'\'\' || date || \'\'\' is not an ISO date (YYYY-MM-DD)'
-        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
+        WHEN TRY_CAST(date AS DATE) IS NULL OR date < '0001' THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
         ),
+        ("engine_version", _text_check("engine_version")),
         (
             "prompt_tokens",
             f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
@@ -139,6 +175,7 @@ def _checks() -> list[str]:
             )
         )
     checks.extend(_value_checks())
+    checks.extend((col, _text_check(col)) for col in TEXT_ROW_FIELDS)
     checks.append(
         (
             "",
@@ -152,7 +189,13 @@ def _checks() -> list[str]:
 def _ok() -> str:
     """A cheap predicate that is true for a valid row; messages are built only for the others."""
     parts = [f"NOT {_blank(c)}" for c in REQUIRED_ROW_FIELDS]
-    parts.append(f"regexp_full_match(date, '{_DATE_RE}') AND TRY_CAST(date AS DATE) IS NOT NULL")
+    parts.append(
+        f"regexp_full_match(date, '{_DATE_RE}') AND TRY_CAST(date AS DATE) IS NOT NULL AND date >= '0001'"
+    )
+    parts.append(f"regexp_full_match(engine_version, {_q(VERSION_PATTERN)})")
+    parts.extend(
+        f"({col} IS NULL OR regexp_full_match({col}, {_q(ROW_TEXT_PATTERN)}))" for col in TEXT_ROW_FIELDS
+    )
     parts.append(
         f"(prompt_tokens = 'unknown' OR (regexp_full_match(prompt_tokens, '{_INT_RE}') "
         "AND coalesce(TRY_CAST(prompt_tokens AS BIGINT) >= 1, false)))"
@@ -163,10 +206,7 @@ def _ok() -> str:
             f"AND coalesce(TRY_CAST({col} AS BIGINT) >= {_minimum(col)}, false)))"
         )
     for col in FLOAT_ROW_FIELDS:
-        parts.append(
-            f"({_blank(col)} OR (regexp_full_match({col}, '{_FLOAT_RE}') "
-            f"AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)))"
-        )
+        parts.append(f"({_blank(col)} OR coalesce({_float_ok(col)}, false))")
     parts.append("recipe_ok AND node_ok")
     parts.append("NOT (" + " AND ".join(_blank(c) for c in METRICS) + ")")
     return " AND ".join(parts)
@@ -320,6 +360,12 @@ def _number_ok(column: pa.ChunkedArray) -> np.ndarray:
     return ok
 
 
+def _text_ok(column: pa.ChunkedArray) -> np.ndarray:
+    """Null, or row text (:data:`ROW_TEXT_PATTERN`): exactly what the SQL text check passes."""
+    ok: np.ndarray = pc.fill_null(pc.match_substring_regex(column, ROW_TEXT_PATTERN), True).to_numpy()
+    return ok
+
+
 def _metric_given(raw: pa.Table) -> np.ndarray:
     given = np.zeros(raw.num_rows, dtype=bool)
     for column in METRICS:
@@ -334,6 +380,7 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
     The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
     """
     numbers = [pool.submit(_number_ok, raw.column(column)) for column in FLOAT_ROW_FIELDS]
+    numbers += [pool.submit(_text_ok, raw.column(column)) for column in TEXT_ROW_FIELDS]
     given = pool.submit(_metric_given, raw)
     encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
     ok = _values_ok(con, encoded, raw.num_rows)
