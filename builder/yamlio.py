@@ -7,6 +7,7 @@ record the line of every key, then construct the values.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,23 @@ def _timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
 
 Loc = tuple[str | int, ...]
+
+CONTROL_CHARACTERS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+"""Characters no text may hold, as the body of a regex class (Python, RE2 and ECMA read it alike):
+the C0 controls but tab and line breaks, and DEL. XML cannot carry them (the feeds), and a YAML
+escape (``"\\x01"``) is the only way one gets into a value."""
+CONTROL_RE = re.compile(f"[{CONTROL_CHARACTERS}]")
+
+
+def control_problem(text: str) -> str | None:
+    """Why ``text`` may not be used as text (it holds a control character), or None."""
+    found = CONTROL_RE.search(text)
+    if found is None:
+        return None
+    return (
+        f"control character U+{ord(found.group()):04X} in text: text may hold tabs and line breaks, "
+        "no other control character"
+    )
 
 
 class YamlProblem(Exception):
@@ -72,6 +90,14 @@ def _walk(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int) -> None:
         for index, item in enumerate(node.value):
             doc.lines[(*loc, index)] = item.start_mark.line + first
             _walk(item, (*loc, index), doc, first)
+    else:
+        _check_scalar(node, first)
+
+
+def _check_scalar(node: yaml.Node, first: int) -> None:
+    problem = control_problem(str(node.value))
+    if problem is not None:
+        raise YamlProblem(problem, node.start_mark.line + first)
 
 
 def _key_line(key_node: yaml.Node, loc: Loc, doc: YamlDoc, first: int, seen: dict[str, int]) -> None:
@@ -101,6 +127,7 @@ def _build(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int, loader: Any, see
         raise _Unusual  # an alias: PyYAML shares the constructed object
     seen_nodes.add(id(node))
     if isinstance(node, yaml.ScalarNode):
+        _check_scalar(node, first)
         return node.value if node.tag == _STR else loader.construct_object(node, deep=True)
     if isinstance(node, yaml.MappingNode):
         if node.tag != _MAP:
@@ -111,6 +138,7 @@ def _build(node: yaml.Node, loc: Loc, doc: YamlDoc, first: int, loader: Any, see
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in _PLAIN_KEY_TAGS:
                 raise _Unusual  # merge keys (<<), '=' keys, collections as keys: PyYAML's rules apply
             _key_line(key_node, loc, doc, first, seen)
+            _check_scalar(key_node, first)
             key = key_node.value if key_node.tag == _STR else loader.construct_object(key_node, deep=True)
             data[key] = _build(value_node, (*loc, str(key_node.value)), doc, first, loader, seen_nodes)
         return data

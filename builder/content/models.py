@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
+from builder.yamlio import CONTROL_CHARACTERS
+
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
 
@@ -32,9 +34,6 @@ Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
-CONTROL_CHARACTERS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
-"""Characters no text may hold, as the body of a regex class (Python, RE2 and ECMA read it alike):
-the C0 controls but tab and line breaks, and DEL. XML cannot carry them (the feeds)."""
 FORMULA_STARTS = "=+@"
 """Characters a row's text may not begin with: a spreadsheet opening the site's ``data/rows.csv``
 would run such a cell as a formula. (Flags and env begin with ``-``, which stays allowed.)"""

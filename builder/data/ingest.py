@@ -18,20 +18,20 @@ import pyarrow.compute as pc
 
 from builder.content.models import (
     FLOAT_ROW_FIELDS,
+    FORMULA_STARTS,
     INT_ROW_FIELDS,
     METRICS,
     REQUIRED_ROW_FIELDS,
     ROW_SCHEMA,
-    TEXT_ROW_FIELDS,
-    CONTROL_CHARACTERS,
-    FORMULA_STARTS,
     ROW_TEXT_PATTERN,
+    TEXT_ROW_FIELDS,
     VERSION_PATTERN,
     ColumnKind,
 )
 from builder.data.rowfile import take_rows
 from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
 from builder.errors import Problems
+from builder.yamlio import CONTROL_CHARACTERS
 
 if TYPE_CHECKING:
     import duckdb  # the caller's connection; importing it here would cost builds that validate nothing

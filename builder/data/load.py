@@ -29,7 +29,7 @@ from builder.content.models import (
 )
 from builder.errors import BuilderError, Problem, Problems
 from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
-from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+from builder.yamlio import CONTROL_RE, YamlDoc, YamlProblem, control_problem, load_yaml
 
 if TYPE_CHECKING:
     import duckdb
@@ -312,6 +312,11 @@ def _load_page(
     try:
         # Universal newlines, as reading in text mode gives.
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        control = CONTROL_RE.search(text)
+        if control is not None:
+            problem = control_problem(control.group())
+            problems.error(rel, text.count("\n", 0, control.start()) + 1, str(problem))
+            return None
         doc = split_document(rel, text)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
