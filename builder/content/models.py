@@ -20,19 +20,43 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
+from builder.config import url_problem
 from builder.yamlio import CONTROL_CHARACTERS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
+RESERVED_SLUGS = frozenset({"index.html", "feed.xml"})
+"""Names the build writes as files beside the pages of a folder of slugs (``recipes/index.html``,
+``news/feed.xml``): no page, id or model may take one (tests/site/test_reserved_slugs.py checks
+the list against what a build writes)."""
 
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=120)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def _source(text: str) -> str:
+    """A source that is a URL (one word with a scheme) must be one a page may link to."""
+    if " " not in text.strip() and (problem := url_problem(text.strip())) is not None:
+        raise ValueError(problem)
+    return text
+
+
+SourceText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_source)]
+"""A source: a description of a document, or its URL (https, http or relative)."""
 
 FORMULA_STARTS = "=+@"
 """Characters a row's text may not begin with: a spreadsheet opening the site's ``data/rows.csv``
@@ -104,7 +128,7 @@ class RecipeMeta(_Model):
     """Setting whose figures lead the page; by default the most measured concurrency-1 setting."""
     served_model: str | None = None
     """Model id clients send in API calls, when it differs from ``checkpoint``."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the recipe's facts come from (documents, URLs)."""
 
     @field_validator("env")
@@ -148,7 +172,7 @@ class CaseStudyMeta(_Model):
     """Shown in listings and meta descriptions."""
     tags: list[NonEmpty] = []
     """Free-form tags."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the facts come from."""
 
 
@@ -167,7 +191,7 @@ class PostMeta(_Model):
     """Free-form tags."""
     author: NonEmpty | None = None
     """Author, only when the source names one."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the facts come from."""
 
 

@@ -20,6 +20,7 @@ from builder.config import SiteConfig
 from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
 from builder.content.markdown import Document, split_document
 from builder.content.models import (
+    RESERVED_SLUGS,
     SLUG_RE,
     CaseStudyMeta,
     Hardware,
@@ -219,6 +220,9 @@ def _load_yaml_mapping(
                 rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'"
             )
             continue
+        if key_s in RESERVED_SLUGS:
+            problems.error(rel, doc.line_of((key,)), _reserved(key_s))
+            continue
         try:
             out[key_s] = model.model_validate(value)
         except ValidationError as exc:
@@ -226,6 +230,11 @@ def _load_yaml_mapping(
                 exc, rel, functools.partial(_entry_line, doc, key), problems, prefix=f"'{key_s}': "
             )
     return out
+
+
+def _reserved(slug: str) -> str:
+    names = " and ".join(sorted(RESERVED_SLUGS))
+    return f"'{slug}' is reserved: the site writes {names} beside the pages; choose another name"
 
 
 def _entry_line(doc: YamlDoc, key: Any, loc: tuple[Any, ...]) -> int:
@@ -262,6 +271,9 @@ def _load_pages(
                 None,
                 f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
             )
+            continue
+        if slug in RESERVED_SLUGS:
+            problems.error(rel, None, _reserved(slug))
             continue
         parse = functools.partial(_parse_page, rel, slug, model, make)
         page = loader.page(rel, path, parse, problems)
