@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -134,6 +134,9 @@ class Site:
     """See :attr:`con`; ``None`` until first used."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Results of later stages (reconciliation), keyed by stage name."""
+    recipe_files: frozenset[str] = frozenset()
+    """Slugs of every ``content/recipes/*.md``, loaded or not (a reference to one that failed to
+    load says so, rather than "unknown recipe")."""
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -375,6 +378,26 @@ def _plain_page(problems: Problems) -> Callable[[str, Document, Any], Page[Any]]
     return Page
 
 
+def _warn_future_posts(site: Site, problems: Problems) -> None:
+    """A post dated after the build's day is published now all the same: most likely a typo."""
+    now = today(site.config)
+    for post in site.posts.values():
+        if post.meta.date > now:
+            problems.warn(
+                post.doc.rel,
+                post.doc.line_of(("date",)),
+                f"dated in the future ({post.meta.date.isoformat()}, after the build's day {now.isoformat()}); "
+                "it is published now all the same",
+            )
+
+
+def recipe_reference_problem(slug: str, recipe_files: Collection[str]) -> str:
+    """What is wrong with a reference to the recipe ``slug``, which did not load."""
+    if slug in recipe_files:
+        return f"recipe '{slug}' did not load (see the errors of content/recipes/{slug}.md)"
+    return f"unknown recipe '{slug}' (no content/recipes/{slug}.md)"
+
+
 def _check_references(site: Site, problems: Problems) -> None:
     if site.hardware:
         for slug, recipe in site.recipes.items():
@@ -398,7 +421,7 @@ def _check_references(site: Site, problems: Problems) -> None:
                 problems.error(
                     case.doc.rel,
                     case.doc.line_of(("arms", index, "recipe")),
-                    f"unknown recipe '{arm.recipe}' (no content/recipes/{arm.recipe}.md)",
+                    recipe_reference_problem(arm.recipe, site.recipe_files),
                 )
 
 
@@ -520,8 +543,20 @@ def load_site(
     # The parsed strings the typed rows do not share are free now; hand their pages back so the
     # stages after (numpy, DuckDB: other allocators) do not add to them.
     pa.default_memory_pool().release_unused()
-    site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
+    site = Site(
+        config,
+        hardware,
+        nodes,
+        recipes,
+        case_studies,
+        posts,
+        parsed,
+        rows,
+        con,
+        recipe_files=frozenset(recipe_slugs),
+    )
     _check_references(site, problems)
+    _warn_future_posts(site, problems)
     _check_row_strings(site, problems, loader.checked_strings())
     return site
 
