@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.root)
     except ConfigError as exc:
+        if args.format == "text":
+            raise
         # Reported in the format asked for: CI parses --format json whatever went wrong.
         report = CheckReport.refused([exc.problem()])
     else:
