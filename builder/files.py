@@ -48,11 +48,14 @@ class Listing:
     """Keys of the folders entered (each ending in ``/``), the top one excluded."""
 
 
-def walk(folder: str | Path, prefix: str = "", listing: Listing | None = None) -> Listing:
+def walk(
+    folder: str | Path, prefix: str = "", listing: Listing | None = None, skip: frozenset[str] = frozenset()
+) -> Listing:
     """Every entry under ``folder`` (which need not exist), never following a symbolic link.
 
     Keys are ``prefix`` + the path relative to ``folder``; folders in :data:`SKIP_DIRS` are not
-    entered. Into ``listing`` when given (several folders into one listing)."""
+    entered, nor those whose key (ending in ``/``) is in ``skip``. Into ``listing`` when given
+    (several folders into one listing)."""
     listing = listing if listing is not None else Listing()
     stack = [(prefix, str(folder))]
     while stack:
@@ -72,7 +75,7 @@ def walk(folder: str | Path, prefix: str = "", listing: Listing | None = None) -
                 if entry.is_symlink():
                     listing.refused[key] = SYMLINK
                 elif entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIP_DIRS:
+                    if entry.name not in SKIP_DIRS and key + "/" not in skip:
                         listing.folders.append(key + "/")
                         stack.append((key + "/", entry.path))
                 elif entry.is_file(follow_symlinks=False):
@@ -82,6 +85,16 @@ def walk(folder: str | Path, prefix: str = "", listing: Listing | None = None) -
             except FileNotFoundError:
                 continue  # removed while walking
     return listing
+
+
+def refusal(st: os.stat_result) -> str | None:
+    """Why the entry of ``lstat`` result ``st`` is refused as an input file, or None (a regular
+    file; folders are the caller's business)."""
+    if stat.S_ISLNK(st.st_mode):
+        return SYMLINK
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    return SPECIAL
 
 
 def read_regular(path: str | Path) -> bytes:

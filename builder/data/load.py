@@ -382,6 +382,19 @@ def _plain_page(problems: Problems) -> Callable[[str, Document, Any], Page[Any]]
     return Page
 
 
+_LOADED_FOLDERS = frozenset({"content/recipes/", "content/case-studies/", "content/posts/", "data/rows/"})
+
+
+def _refuse_other_links(root: Path, problems: Problems) -> None:
+    """Links and special files elsewhere in ``content/`` and ``data/`` (the folders the loaders
+    list report their own): the input scan refuses them everywhere, so the load does as well."""
+    for name in ("content", "data"):
+        listing = walk(root / name, f"{name}/", skip=_LOADED_FOLDERS)
+        for key, reason in sorted(listing.refused.items()):
+            if not (name == "data" and key.endswith(".yaml") and key.count("/") == 1):
+                problems.error(key, None, reason)  # data/*.yaml: reported by their reader
+
+
 def _warn_future_posts(site: Site, problems: Problems) -> None:
     """A post dated after the build's day is published now all the same: most likely a typo."""
     now = today(site.config)
@@ -561,6 +574,7 @@ def load_site(
     )
     _check_references(site, problems)
     _warn_future_posts(site, problems)
+    _refuse_other_links(root, problems)
     _check_row_strings(site, problems, loader.checked_strings())
     return site
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from builder.files import InputError, read_regular, walk
+from builder.files import FOLDER, InputError, read_regular, refusal, walk
 
 # Not imported from builder.config: the no-op path must not pay for pydantic.
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ def scan_inputs(config: Sources, previous: Inputs | None = None) -> Inputs:
         if stat.S_ISREG(st.st_mode):
             found["site.yaml"] = (str(site_yaml), st)
         else:
-            refused["site.yaml"] = "refused"
+            refused["site.yaml"] = refusal(st) or FOLDER
     for prefix, folder in _roots(config):
         _walk(prefix, folder, found, refused)
     result = Inputs(scanned_ns=started)
@@ -213,7 +213,7 @@ def rescan_paths(config: Sources, previous: Inputs, paths: set[Path]) -> Inputs 
         result.stats.pop(key, None)
         result.paths.pop(key, None)
         if not stat.S_ISREG(st.st_mode):
-            result.digests[key] = _refused_digest("refused")
+            result.digests[key] = _refused_digest(refusal(st) or FOLDER)
             continue
         digest = _digest_file(str(path))
         if digest is None:
