@@ -182,17 +182,15 @@ def _check_events(text: str, first_line: int) -> None:
             event = loader.get_event()
             if event is None or isinstance(event, yaml.StreamEndEvent):
                 return
+            line = (event.start_mark.line if event.start_mark is not None else 0) + first_line
             if isinstance(event, yaml.AliasEvent):
                 raise YamlProblem(
-                    f"YAML aliases are not allowed (*{event.anchor}): write the value out",
-                    event.start_mark.line + first_line,
+                    f"YAML aliases are not allowed (*{event.anchor}): write the value out", line
                 )
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    raise YamlProblem(
-                        f"nested more than {MAX_DEPTH} levels deep", event.start_mark.line + first_line
-                    )
+                    raise YamlProblem(f"nested more than {MAX_DEPTH} levels deep", line)
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     finally:
