@@ -47,7 +47,8 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(),
     st.floats(allow_nan=False),
-    st.text(max_size=12),
+    # Control characters are refused (test_control_characters_are_refused_at_their_line).
+    st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=12),
     st.dates(),
     st.sampled_from(["yes", "no", "on", "off", "0x1f", "1_000", "2026-02-30", "~", "null", "1e3", "0.70"]),
 )
@@ -55,7 +56,15 @@ documents = st.recursive(
     scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.one_of(st.text(max_size=8), st.integers(), st.booleans()), inner, max_size=4),
+        st.dictionaries(
+            st.one_of(
+                st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=8),
+                st.integers(),
+                st.booleans(),
+            ),
+            inner,
+            max_size=4,
+        ),
     ),
     max_leaves=20,
 )
@@ -151,3 +160,16 @@ def test_deep_nesting_is_refused_not_a_crash(opening: str) -> None:
         load_yaml("x:\n  " + opening * 100_000 + "1" + closing * 100_000 + "\n", first_line=3)
     assert caught.value.message == "nested more than 64 levels deep"
     assert caught.value.line == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [('a: "x\\x01"\n', 3), ('a:\n  - ok\n  - "\\x7f"\n', 5), ('"k\\x00": 1\n', 3)],
+)
+def test_control_characters_are_refused_at_their_line(text: str, line: int) -> None:
+    """An escape is the only way into a YAML value; feed.xml could not carry one."""
+    with pytest.raises(YamlProblem) as caught:
+        load_yaml(text, first_line=3)
+    assert caught.value.line == line
+    assert caught.value.message.startswith("control character U+00")
+    assert load_yaml('a: "tab\\there\\nnewline"\n').value == {"a": "tab\there\nnewline"}
