@@ -631,6 +631,33 @@ def test_preview_turns_every_kind_of_error_into_problems(themed_site: Path) -> N
     assert builder(frozenset({site_yaml})).ok
 
 
+def test_preview_reports_a_saved_fifo_or_link_without_blocking(themed_site: Path, tmp_path: Path) -> None:
+    """A FIFO named x.md hung the build (and the preview's quick page read it first)."""
+    builder = PreviewBuilder(themed_site)
+    assert builder(None).ok
+    fifo = themed_site / "content/recipes/x.md"
+    os.mkfifo(fifo)
+    results: list[RebuildResult] = []
+    worker = threading.Thread(target=lambda: results.append(builder(frozenset({fifo}))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert results, "the preview blocked on the FIFO"
+    assert sorted(p.format() for p in results[0].problems) == [
+        "content/recipes/x.md: not a regular file (a pipe, socket or device): inputs must be regular files"
+    ]
+    results.clear()
+    link = themed_site / "data/rows/tiny/leak.csv"
+    (tmp_path / "rows.csv").write_text("x\n", encoding="utf-8")
+    link.symlink_to(tmp_path / "rows.csv")
+    worker = threading.Thread(target=lambda: results.append(builder(frozenset({link}))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert sorted(p.format() for p in results[0].problems) == [
+        "content/recipes/x.md: not a regular file (a pipe, socket or device): inputs must be regular files",
+        "data/rows/tiny/leak.csv: a symbolic link: inputs must be regular files inside the site root",
+    ]
+
+
 # --- a real port, a real process -----------------------------------------------------------------
 
 
