@@ -170,6 +170,23 @@ MAX_DEPTH = 64
 thousand levels of ``[`` overflow the stack)."""
 
 
+_INDENT_RE = re.compile(r"^ +", re.MULTILINE)
+
+
+def _may_alias_or_nest_deeply(text: str) -> bool:
+    """Whether ``text`` can hold an alias or nest deeper than :data:`MAX_DEPTH` (else the event
+    pass of :func:`_check_events`, which costs as much as the parse, is skipped).
+
+    An alias needs a ``*``. A level of nesting opens a flow collection (``[``, ``{``), sits after
+    a ``- `` or ``? `` on the same line, or is indented (by at least one space for every two levels:
+    a list may sit at its key's indentation)."""
+    if "*" in text:
+        return True
+    indent = max((len(match) for match in _INDENT_RE.findall(text)), default=0)
+    bound = text.count("[") + text.count("{") + text.count("- ") + text.count("? ") + 2 * indent + 2
+    return bound > MAX_DEPTH
+
+
 def _check_events(text: str, first_line: int) -> None:
     """Refuse aliases and too deep nesting before anything is composed.
 
@@ -208,7 +225,8 @@ def load_yaml(text: str, first_line: int = 1) -> YamlDoc:
     loader = _Loader(text)
     try:
         try:
-            _check_events(text, first_line)
+            if _may_alias_or_nest_deeply(text):
+                _check_events(text, first_line)
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
