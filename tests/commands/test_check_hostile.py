@@ -186,3 +186,22 @@ def test_any_bytes_or_yaml_in_any_input_give_a_json_report(
         assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < MEMORY_LIMIT_KIB
     finally:
         shutil.rmtree(root)
+
+
+def test_a_file_name_of_invalid_utf8_is_reported_escaped(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_site()
+    rows = bytes(root / "data/rows/tiny") + b"/bad-\xff.csv"
+    with open(rows, "wb") as handle:
+        handle.write(b"date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s\n")
+        handle.write(b"2026-01-03,tiny,node-a,1.0.0,512,1,fast\n")
+    code, report = _json_report(capsys, root)
+    assert code == 1
+    assert report["errors"] == [
+        {
+            "path": "data/rows/tiny/bad-\\udcff.csv",
+            "line": 2,
+            "message": "decode_tok_s must be a number, not 'fast'",
+        }
+    ]
