@@ -180,14 +180,10 @@ def pydantic_problems(
             message = f"missing required key '{key}'"
         elif kind == "extra_forbidden":
             message = f"unknown key '{key}'"
-        elif kind == "value_error":
-            shown = err.get("input")
-            text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
-            message = f"'{key}': {str(err['msg']).removeprefix('Value error, ')} (got {text[:80]})"
         else:
             shown = err.get("input")
             text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
-            message = f"'{key}': {err['msg']} (got {text[:80]})"
+            message = f"'{key}': {str(err['msg']).removeprefix('Value error, ')} (got {text[:80]})"
         problems.error(rel, line_of(loc), prefix + message)
 
 
