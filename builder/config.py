@@ -3,16 +3,46 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, ValidationError
 
 from builder.errors import ConfigError
+from builder.files import InputError, read_regular
 from builder.yamlio import YamlProblem, load_yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+
+URL_SCHEMES = ("https", "http")
+"""The schemes a link from content or configuration may have; a link without one is relative."""
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_URL_SPACE_RE = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` may not be a link on the site, or None: its scheme must be one of
+    :data:`URL_SCHEMES` (or none: relative). Spaces and control characters are refused as well,
+    since browsers drop them (``java\\nscript:`` is ``javascript:`` to a browser)."""
+    if _URL_SPACE_RE.search(url):
+        return "a link may not hold spaces or control characters"
+    scheme = _SCHEME_RE.match(url)
+    if scheme is not None and scheme.group()[:-1].lower() not in URL_SCHEMES:
+        return f"links are https, http or relative, not '{scheme.group()[:20]}'"
+    return None
+
+
+def _link(url: str) -> str:
+    problem = url_problem(url)
+    if problem is not None:
+        raise ValueError(problem)
+    return url
+
+
+Link = Annotated[str, AfterValidator(_link)]
+"""A URL a page links to: https, http or relative (:func:`url_problem`)."""
 
 
 class SiteSettings(BaseModel):
@@ -31,7 +61,7 @@ class SiteSettings(BaseModel):
     """Default meta description."""
     base_url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+/$")] = "https://example.org/"
     """Absolute URL the site is published under, ending in ``/``; used for canonical URLs, feeds, sitemap."""
-    repository_url: str | None = None
+    repository_url: Link | None = None
     """Where contributors send pull requests (shown in the footer and on the API page)."""
 
 
@@ -68,9 +98,20 @@ def load_config(root: str | Path, out: str | Path | None = None, *, verbose: boo
         raise ConfigError(f"'{root}' holds neither content/ nor data/: is --root right?", root_path)
     settings = SiteSettings()
     site_yaml = root_path / "site.yaml"
-    if site_yaml.is_file():
+    try:
+        data: bytes | None = read_regular(site_yaml)
+    except FileNotFoundError:
+        data = None
+    except InputError as exc:
+        raise ConfigError(exc.message, "site.yaml") from None
+    if data is not None:
         try:
-            doc = load_yaml(site_yaml.read_text(encoding="utf-8"))
+            doc = load_yaml(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ConfigError(
+                f"not valid UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8", "site.yaml", line
+            ) from None
         except YamlProblem as exc:
             raise ConfigError(exc.message, "site.yaml", exc.line) from None
         if doc.duplicates:

@@ -7,20 +7,45 @@ once, after everything has been checked, so a contributor sees every mistake in 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+MESSAGE_LIMIT = 400
+"""Longest message a problem keeps: a message quoting input it could not parse (a header line of
+``/proc/self/environ``, a 3 MB cell) shows an excerpt of it, never all of it."""
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters and lone surrogates escaped (``\\x01``, ``\\udcff``), so it
+    prints in any format and encodes as UTF-8 (a file name of invalid UTF-8 holds surrogates)."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
-    """A single error or warning, located at ``path:line``."""
+    """A single error or warning, located at ``path:line``.
+
+    Path and message are made printable, and the message is cut to :data:`MESSAGE_LIMIT`
+    characters, whoever makes the problem."""
 
     path: str
     line: int | None
     message: str
     kind: str | None = None
     """What sort of warning it is (``not_compared``), when it has a kind readers act on."""
+
+    def __post_init__(self) -> None:
+        message = printable(self.message)
+        if len(message) > MESSAGE_LIMIT:
+            message = message[: MESSAGE_LIMIT - 1] + "…"
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "path", printable(self.path))
 
     def format(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"

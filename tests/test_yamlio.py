@@ -47,7 +47,8 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(),
     st.floats(allow_nan=False),
-    st.text(max_size=12),
+    # Control characters are refused (test_control_characters_are_refused_at_their_line).
+    st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=12),
     st.dates(),
     st.sampled_from(["yes", "no", "on", "off", "0x1f", "1_000", "2026-02-30", "~", "null", "1e3", "0.70"]),
 )
@@ -55,7 +56,15 @@ documents = st.recursive(
     scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.one_of(st.text(max_size=8), st.integers(), st.booleans()), inner, max_size=4),
+        st.dictionaries(
+            st.one_of(
+                st.text(st.characters(exclude_categories=("Cc", "Cs")), max_size=8),
+                st.integers(),
+                st.booleans(),
+            ),
+            inner,
+            max_size=4,
+        ),
     ),
     max_leaves=20,
 )
@@ -82,8 +91,7 @@ def test_duplicate_keys_are_reported_at_their_line_and_the_last_value_wins() -> 
 @pytest.mark.parametrize(
     "text",
     [
-        "base: &b {x: 1, y: 2}\nmine:\n  <<: *b\n  y: 3\n",  # merge key
-        "a: &v [1, 2]\nb: *v\n",  # alias
+        "base: {x: 1, y: 2}\nmine:\n  <<: {x: 1, y: 2}\n  y: 3\n",  # merge key
         "s: !!set {a, b}\n",  # explicit collection tag
         "o: !!omap [{a: 1}, {b: 2}]\n",
         "d: 2026-02-30\ne: 2026-02-28\nt: 2001-12-14t21:59:43.10-05:00\n",  # impossible dates stay text
@@ -119,3 +127,49 @@ def test_a_yaml_problem_keeps_its_line_through_pickle() -> None:
 
     problem = pickle.loads(pickle.dumps(YamlProblem("duplicate key 'a'", 7)))
     assert (problem.message, problem.line) == ("duplicate key 'a'", 7)
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("a: &v [1, 2]\nb: *v\n", 2),
+        ("a: &a [*a]\n", 1),  # a value containing itself: RecursionError before
+        # 510 bytes that expand to billions of items: gigabytes of memory before
+        (
+            "a: &a ['x','x','x','x','x','x','x','x','x']\n"
+            + "".join(
+                f"{chr(98 + i)}: &{chr(98 + i)} [{','.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)
+            ),
+            2,
+        ),
+        ("base: &b {x: 1}\nmine:\n  <<: *b\n", 3),
+    ],
+)
+def test_aliases_are_refused_at_their_line(text: str, line: int) -> None:
+    with pytest.raises(YamlProblem) as caught:
+        load_yaml(text, first_line=1)
+    assert caught.value.line == line
+    assert caught.value.message.startswith("YAML aliases are not allowed (*")
+
+
+@pytest.mark.parametrize("opening", ["[", "{a: ", "- "])
+def test_deep_nesting_is_refused_not_a_crash(opening: str) -> None:
+    """100k levels of '[' overflowed libyaml's composer (a segmentation fault)."""
+    closing = {"[": "]", "{a: ": "}", "- ": ""}[opening]
+    with pytest.raises(YamlProblem) as caught:
+        load_yaml("x:\n  " + opening * 100_000 + "1" + closing * 100_000 + "\n", first_line=3)
+    assert caught.value.message == "nested more than 64 levels deep"
+    assert caught.value.line == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [('a: "x\\x01"\n', 3), ('a:\n  - ok\n  - "\\x7f"\n', 5), ('"k\\x00": 1\n', 3)],
+)
+def test_control_characters_are_refused_at_their_line(text: str, line: int) -> None:
+    """An escape is the only way into a YAML value; feed.xml could not carry one."""
+    with pytest.raises(YamlProblem) as caught:
+        load_yaml(text, first_line=3)
+    assert caught.value.line == line
+    assert caught.value.message.startswith("control character U+00")
+    assert load_yaml('a: "tab\\there\\nnewline"\n').value == {"a": "tab\there\nnewline"}

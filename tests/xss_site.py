@@ -107,7 +107,7 @@ requirements: [{yaml_str(P)}]
 flag_notes:
   --max-model-len: {yaml_str(P)}
 served_model: {yaml_str(PAYLOADS[3])}
-sources: [{yaml_str("javascript:" + RUN)}, {yaml_str(P)}]
+sources: [{yaml_str("javascript: " + RUN)}, {yaml_str(P)}]
 ---
 {BODY}""",
             encoding="utf-8",

@@ -27,7 +27,9 @@ from pydantic import ValidationError
 
 from builder.analysis.findings import Finding
 from builder.content.models import Annotation
+from builder.data.load import recipe_reference_problem
 from builder.errors import Problems
+from builder.files import InputError, read_regular
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 ANNOTATIONS_REL = "data/annotations.yaml"
@@ -92,7 +94,9 @@ def _message(err: Any) -> str:
     return f"'{loc}': {err['msg']} (got {text[:80]})"
 
 
-def _parse(doc: YamlDoc, rel: str, recipes: Collection[str], problems: Problems) -> list[LocatedAnnotation]:
+def _parse(
+    doc: YamlDoc, rel: str, recipes: Collection[str], recipe_files: Collection[str], problems: Problems
+) -> list[LocatedAnnotation]:
     if doc.value is None:
         return []
     if not isinstance(doc.value, list):
@@ -114,20 +118,25 @@ def _parse(doc: YamlDoc, rel: str, recipes: Collection[str], problems: Problems)
             problems.error(
                 rel,
                 doc.line_of((index, "recipe"), line),
-                f"unknown recipe '{entry.recipe}' (no content/recipes/{entry.recipe}.md)",
+                recipe_reference_problem(entry.recipe, recipe_files),
             )
             continue
         out.append(LocatedAnnotation(entry, rel, line))
     return out
 
 
-def load_annotations(root: Path, recipes: Collection[str], problems: Problems) -> list[LocatedAnnotation]:
+def load_annotations(
+    root: Path, recipes: Collection[str], problems: Problems, recipe_files: Collection[str] = ()
+) -> list[LocatedAnnotation]:
     """Read ``data/annotations.yaml`` (optional); every defect goes into ``problems``."""
     path = root / ANNOTATIONS_REL
-    if not path.is_file():
-        return []
     try:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+        doc = load_yaml(read_regular(path).decode("utf-8"))
+    except FileNotFoundError:
+        return []
+    except InputError as exc:
+        problems.error(ANNOTATIONS_REL, None, exc.message)
+        return []
     except UnicodeDecodeError:
         problems.error(ANNOTATIONS_REL, None, "not valid UTF-8")
         return []
@@ -136,7 +145,7 @@ def load_annotations(root: Path, recipes: Collection[str], problems: Problems) -
         return []
     for dup in doc.duplicates:
         problems.error(ANNOTATIONS_REL, dup.line, dup.message)
-    return _parse(doc, ANNOTATIONS_REL, recipes, problems)
+    return _parse(doc, ANNOTATIONS_REL, recipes, recipe_files, problems)
 
 
 def attach_annotations(

@@ -25,21 +25,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
-    from builder.engine.check import check_site
+    from builder.engine.check import CheckReport, check_site
+    from builder.errors import ConfigError
 
-    config = load_config(args.root)
-    report = check_site(config, strict=args.strict, full=args.format == "json")
+    try:
+        config = load_config(args.root)
+    except ConfigError as exc:
+        if args.format == "text":
+            raise
+        # Reported in the format asked for: CI parses --format json whatever went wrong.
+        report = CheckReport.refused([exc.problem()])
+    else:
+        report = check_site(config, strict=args.strict, full=args.format == "json")
     if args.format == "json":
-        print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
+        _print(json.dumps(report.as_json(), indent=2, ensure_ascii=False, default=str))
     elif args.format == "github":
         text = format_github(report.errors, report.warnings, report.findings)
         if text:
-            print(text)
+            _print(text)
     else:
         text = format_text(report.errors, report.warnings)
         if text:
-            print(text)
+            _print(text)
         if report.findings:
-            print(format_findings(report.findings))
+            _print(format_findings(report.findings))
         print(report.summary())
     return report.exit_code
+
+
+def _print(text: str) -> None:
+    """Print ``text`` whatever it holds: a file name of invalid UTF-8 reaches a finding's path as
+    lone surrogates, which would stop the report half-way."""
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))

@@ -21,8 +21,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
+
+from builder.config import url_problem
+from builder.yamlio import CONTROL_CHARACTERS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
 SLUG_RE = re.compile(SLUG_PATTERN)
@@ -34,11 +45,39 @@ def spread_without_metric(spread: str, metric: str) -> str:
     return f"{spread} is given without {metric}: a spread needs the mean it is the spread of"
 
 
+RESERVED_SLUGS = frozenset({"index.html", "feed.xml"})
+"""Names the build writes as files beside the pages of a folder of slugs (``recipes/index.html``,
+``news/feed.xml``): no page, id or model may take one (tests/site/test_reserved_slugs.py checks
+the list against what a build writes)."""
+
 Slug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=120)]
 NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 Metric = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def _source(text: str) -> str:
+    """A source that is a URL (one word with a scheme) must be one a page may link to."""
+    if " " not in text.strip() and (problem := url_problem(text.strip())) is not None:
+        raise ValueError(problem)
+    return text
+
+
+SourceText = Annotated[str, StringConstraints(min_length=1), AfterValidator(_source)]
+"""A source: a description of a document, or its URL (https, http or relative)."""
+
+FORMULA_STARTS = "=+@"
+"""Characters a row's text may not begin with: a spreadsheet opening the site's ``data/rows.csv``
+would run such a cell as a formula. (Flags and env begin with ``-``, which stays allowed.)"""
+SPACES = r" \t\n\r"
+ROW_TEXT_PATTERN = rf"^([^{FORMULA_STARTS}{CONTROL_CHARACTERS}][^{CONTROL_CHARACTERS}]*)?$"
+"""A row's text: no control character, no formula start."""
+VERSION_PATTERN = rf"^[^{SPACES}{FORMULA_STARTS}{CONTROL_CHARACTERS}]([^{CONTROL_CHARACTERS}]*[^{SPACES}{CONTROL_CHARACTERS}])?$"
+"""A row's engine version: row text, not empty, without spaces around it (``" 0.24.0"`` would not
+equal its recipe's ``0.24.0``)."""
+RowText = Annotated[str, StringConstraints(pattern=ROW_TEXT_PATTERN)]
+Version = Annotated[str, StringConstraints(pattern=VERSION_PATTERN)]
 
 
 class _Model(BaseModel):
@@ -98,7 +137,7 @@ class RecipeMeta(_Model):
     """Setting whose figures lead the page; by default the most measured concurrency-1 setting."""
     served_model: str | None = None
     """Model id clients send in API calls, when it differs from ``checkpoint``."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the recipe's facts come from (documents, URLs)."""
 
     @field_validator("env")
@@ -142,7 +181,7 @@ class CaseStudyMeta(_Model):
     """Shown in listings and meta descriptions."""
     tags: list[NonEmpty] = []
     """Free-form tags."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the facts come from."""
 
 
@@ -161,7 +200,7 @@ class PostMeta(_Model):
     """Free-form tags."""
     author: NonEmpty | None = None
     """Author, only when the source names one."""
-    sources: list[NonEmpty] = []
+    sources: list[SourceText] = []
     """Where the facts come from."""
 
 
@@ -247,7 +286,7 @@ class Row(_Model):
     """Slug of the recipe the run was meant to follow."""
     node: Slug
     """Node id from ``data/nodes.yaml``."""
-    engine_version: NonEmpty
+    engine_version: Version
     """Engine version the run reported (``unknown`` if not recorded)."""
     prompt_tokens: PositiveInt | Literal["unknown"]
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
@@ -291,11 +330,11 @@ class Row(_Model):
     """Sample standard deviation of the repetitions ``itl_ms`` summarises."""
     repetitions: PositiveInt | None = None
     """How many repetitions the metrics (and their ``_sd``) summarise; empty for a single run."""
-    engine: str | None = None
+    engine: RowText | None = None
     """Serving engine; defaults to the recipe's."""
-    flags: str | None = None
+    flags: RowText | None = None
     """Serve flags of the run as typed; empty = not recorded."""
-    env: str | None = None
+    env: RowText | None = None
     """Environment of the run as ``K=V K2=V2``; empty = not recorded."""
     output_tokens: PositiveInt | None = None
     """Tokens generated per request."""
@@ -309,17 +348,17 @@ class Row(_Model):
         None
     )
     """Resident weight memory, GiB."""
-    engine_build: str | None = None
+    engine_build: RowText | None = None
     """Image digest or wheel commit: what a version string cannot tell apart."""
-    driver: str | None = None
+    driver: RowText | None = None
     """GPU driver version during the run."""
-    harness: str | None = None
+    harness: RowText | None = None
     """Benchmark tool that produced the figure."""
-    contributor: str | None = None
+    contributor: RowText | None = None
     """Who ran it."""
-    source: str | None = None
+    source: RowText | None = None
     """Where the figure comes from (a document, a URL, a log)."""
-    notes: str | None = None
+    notes: RowText | None = None
     """Anything a reader needs to interpret the figure."""
 
     @field_validator("request_rate", mode="before")

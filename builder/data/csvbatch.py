@@ -81,6 +81,9 @@ class CsvBatches:
             b"\r\n", body, end
         ):
             return False  # a lone carriage return ends a record the newline count would not see
+        quoted = data.find(b'"', body, end) >= 0
+        if quoted and data.count(b'"', body, end) % 2:
+            return False  # a quote left open: alone, so the file's own parse says where
         key = data[start:newline].rstrip(b"\r")
         if key not in self._headers:
             self._headers[key] = self.header_of(key)
@@ -99,7 +102,7 @@ class CsvBatches:
         batch.used += size
         batch.lines.append(data.count(b"\n", body, end) + 1)
         batch.members.append((index, source, data))
-        batch.quoted = batch.quoted or data.find(b'"', body, end) >= 0
+        batch.quoted = batch.quoted or quoted
         return True
 
     def finish(self) -> None:

@@ -19,18 +19,22 @@ import pyarrow.compute as pc
 from builder.content.models import (
     CONCURRENCY_NEEDED,
     FLOAT_ROW_FIELDS,
+    FORMULA_STARTS,
     INT_ROW_FIELDS,
     METRICS,
     REQUIRED_ROW_FIELDS,
     ROW_SCHEMA,
+    ROW_TEXT_PATTERN,
     SPREADS,
     TEXT_ROW_FIELDS,
+    VERSION_PATTERN,
     ColumnKind,
     spread_without_metric,
 )
 from builder.data.rowfile import take_rows
 from builder.data.rows import STRING_SCHEMA_FIELDS, ParsedFile
 from builder.errors import Problems
+from builder.yamlio import CONTROL_CHARACTERS
 
 if TYPE_CHECKING:
     import duckdb  # the caller's connection; importing it here would cost builds that validate nothing
@@ -38,6 +42,10 @@ if TYPE_CHECKING:
 _INT_RE = r"^[0-9]+$"
 _FLOAT_RE = r"^([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_ZERO_RE = r"^[0.]*([eE][+-]?[0-9]+)?$"
+"""A number written as zero: any other that casts to 0 underflowed (``1e-400``)."""
+_TEXT_PATTERNS = {"engine_version": VERSION_PATTERN}
+"""The pattern of each text column that is not :data:`ROW_TEXT_PATTERN`."""
 
 ARROW_TYPES: dict[ColumnKind, pa.DataType] = {
     "date": pa.date32(),
@@ -81,16 +89,37 @@ def _int_check(col: str, minimum: int) -> str:
 
 
 def _float_ok(col: str) -> str:
-    """True for a cell the column takes (blank aside): a finite number in the plain form, above the
-    column's exclusive bound, or ``inf`` (any case) where the column takes it."""
+    """True for a cell the column takes (blank aside): a finite number in the plain form that casts
+    to what it says (nothing underflows to 0), above the column's exclusive bound, or ``inf`` (any
+    case) where the column takes it."""
     column = ROW_SCHEMA[col]
-    ok = f"(regexp_full_match({col}, '{_FLOAT_RE}') AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)"
+    ok = (
+        f"(regexp_full_match({col}, '{_FLOAT_RE}') AND coalesce(isfinite(TRY_CAST({col} AS DOUBLE)), false)"
+        f" AND (TRY_CAST({col} AS DOUBLE) <> 0 OR regexp_full_match({col}, '{_ZERO_RE}'))"
+    )
     if column.above is not None:
         ok += f" AND TRY_CAST({col} AS DOUBLE) > {column.above}"
     ok += ")"
     if column.infinite:
         ok = f"({ok} OR lower({col}) = 'inf')"
     return ok
+
+
+def _text_check(col: str) -> str:
+    """Control characters, a formula start, spaces around a version: what a text cell may not hold."""
+    pattern = _TEXT_PATTERNS.get(col, ROW_TEXT_PATTERN)
+    control = f"[{CONTROL_CHARACTERS}]"
+    return f"""CASE WHEN {col} IS NULL OR regexp_full_match({col}, {_q(pattern)}) THEN NULL
+        WHEN regexp_matches({col}, '{control}')
+            THEN '{col} holds the control character '
+                || printf('U+%04X', unicode(regexp_extract({col}, '{control}')))
+                || ' at character ' || (length(regexp_extract({col}, '^[^{CONTROL_CHARACTERS}]*')) + 1)
+                || '; text may hold tabs and line breaks, no other control character'
+        WHEN regexp_matches({col}, '^[{FORMULA_STARTS}]')
+            THEN '{col} begins with ''' || left({col}, 1) || ''': a spreadsheet opening the downloads '
+                || 'would run it as a formula; write it otherwise'
+        WHEN {col} = '' THEN NULL
+        ELSE '{col} ''' || left({col}, 80) || ''' has spaces around it; remove them' END"""
 
 
 def _float_check(col: str) -> str:
@@ -102,7 +131,9 @@ def _float_check(col: str) -> str:
             THEN '{col} ''' || {col} || ''' uses a decimal comma; write a point'
         ELSE '{col} must be a number > {column.above:g}{words}, not ''' || {col} || '''' END"""
     return f"""CASE WHEN {_blank(col)} THEN NULL
-        WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE)) THEN NULL
+        WHEN {_float_ok(col)} THEN NULL
+        WHEN regexp_full_match({col}, '{_FLOAT_RE}') AND isfinite(TRY_CAST({col} AS DOUBLE))
+            THEN '{col} ''' || {col} || ''' is too small to store (it would be 0)'
         WHEN regexp_full_match({col}, '^[0-9]+,[0-9]+$')
             THEN '{col} ''' || {col} || ''' uses a decimal comma; write a point'
         WHEN regexp_full_match(lower({col}), '^[+-]?(nan|inf|infinity)$')
@@ -134,8 +165,9 @@ def _value_checks() -> list[tuple[str, str]]:
             f"""CASE WHEN {_blank("date")} THEN NULL
         WHEN NOT regexp_full_match(date, '{_DATE_RE}')
             THEN 'date \'\'\' || date || \'\'\' is not an ISO date (YYYY-MM-DD)'
-        WHEN TRY_CAST(date AS DATE) IS NULL THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
+        WHEN TRY_CAST(date AS DATE) IS NULL OR date < '0001' THEN 'date \'\'\' || date || \'\'\' does not exist' END""",
         ),
+        ("engine_version", _text_check("engine_version")),
         (
             "prompt_tokens",
             f"""CASE WHEN {_blank("prompt_tokens")} OR prompt_tokens = 'unknown' THEN NULL
@@ -195,6 +227,7 @@ def _checks() -> list[str]:
                 f"AND NOT ({all_blank}) THEN {_q(_needed_message(column.name))} END",
             )
         )
+    checks.extend((col, _text_check(col)) for col in TEXT_ROW_FIELDS)
     checks.append(
         (
             "",
@@ -208,7 +241,13 @@ def _checks() -> list[str]:
 def _ok() -> str:
     """A cheap predicate that is true for a valid row; messages are built only for the others."""
     parts = [f"NOT {_blank(c)}" for c in REQUIRED_ROW_FIELDS]
-    parts.append(f"regexp_full_match(date, '{_DATE_RE}') AND TRY_CAST(date AS DATE) IS NOT NULL")
+    parts.append(
+        f"regexp_full_match(date, '{_DATE_RE}') AND TRY_CAST(date AS DATE) IS NOT NULL AND date >= '0001'"
+    )
+    parts.append(f"regexp_full_match(engine_version, {_q(VERSION_PATTERN)})")
+    parts.extend(
+        f"({col} IS NULL OR regexp_full_match({col}, {_q(ROW_TEXT_PATTERN)}))" for col in TEXT_ROW_FIELDS
+    )
     parts.append(
         f"(prompt_tokens = 'unknown' OR (regexp_full_match(prompt_tokens, '{_INT_RE}') "
         "AND coalesce(TRY_CAST(prompt_tokens AS BIGINT) >= 1, false)))"
@@ -386,6 +425,44 @@ def _number_ok(column: pa.ChunkedArray) -> np.ndarray:
     return ok
 
 
+_FORMULA_BYTES = np.zeros(256, dtype=bool)
+_FORMULA_BYTES[[ord(c) for c in FORMULA_STARTS]] = True
+
+
+def _text_ok(column: pa.ChunkedArray) -> np.ndarray:
+    """Null, or row text (:data:`ROW_TEXT_PATTERN`), erring only towards suspecting a cell.
+
+    A regex per cell would cost more than the rest of the check: the bytes of each chunk are
+    scanned at once for a control character (none, usually: then only each cell's first byte is
+    looked at); a chunk that has one is matched cell by cell."""
+    parts = [np.zeros(0, dtype=bool)]
+    for chunk in column.chunks:
+        n = len(chunk)
+        _, offsets_buffer, data_buffer = chunk.buffers() if chunk.type == pa.string() else (None, None, None)
+        if n == 0 or offsets_buffer is None or data_buffer is None:
+            parts.append(
+                pc.fill_null(pc.match_substring_regex(chunk, ROW_TEXT_PATTERN), True).to_numpy(False)
+            )
+            continue
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[chunk.offset : chunk.offset + n + 1]
+        data = np.frombuffer(data_buffer, dtype=np.uint8)
+        body = data[offsets[0] : offsets[-1]]
+        if len(body) and (int(body.min()) < 32 or bool((body == 127).any())):
+            control = (body < 9) | (body == 11) | (body == 12) | ((body > 13) & (body < 32)) | (body == 127)
+            if bool(control.any()):
+                parts.append(
+                    pc.fill_null(pc.match_substring_regex(chunk, ROW_TEXT_PATTERN), True).to_numpy(False)
+                )
+                continue
+        lengths = np.diff(offsets)
+        first = data[np.minimum(offsets[:-1], max(len(data) - 1, 0))] if len(data) else np.zeros(n, np.uint8)
+        ok = (lengths == 0) | ~_FORMULA_BYTES[first]
+        if chunk.null_count:
+            ok |= ~chunk.is_valid().to_numpy(zero_copy_only=False)
+        parts.append(ok)
+    return np.concatenate(parts)
+
+
 def _metric_given(raw: pa.Table) -> np.ndarray:
     given = np.zeros(raw.num_rows, dtype=bool)
     for column in METRICS:
@@ -400,6 +477,7 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
     The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
     """
     numbers = [pool.submit(_number_ok, raw.column(column)) for column in _PLAIN_NUMBERS]
+    numbers += [pool.submit(_text_ok, raw.column(column)) for column in TEXT_ROW_FIELDS]
     given = pool.submit(_metric_given, raw)
     encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
     ok = _values_ok(con, encoded, raw.num_rows)

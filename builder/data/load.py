@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -20,6 +20,7 @@ from builder.config import SiteConfig
 from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
 from builder.content.markdown import Document, split_document
 from builder.content.models import (
+    RESERVED_SLUGS,
     SLUG_RE,
     CaseStudyMeta,
     Hardware,
@@ -28,7 +29,8 @@ from builder.content.models import (
     RecipeMeta,
 )
 from builder.errors import BuilderError, Problem, Problems
-from builder.yamlio import YamlDoc, YamlProblem, load_yaml
+from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
+from builder.yamlio import CONTROL_RE, YamlDoc, YamlProblem, control_problem, load_yaml
 
 if TYPE_CHECKING:
     import duckdb
@@ -59,7 +61,14 @@ class SiteLoader:
 
     def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
         """The page of the content file ``rel`` (None when invalid), its problems in ``problems``."""
-        return parse(path.read_bytes(), problems)
+        try:
+            data = read_regular(path)
+        except (FileNotFoundError, InputError) as exc:
+            problems.error(
+                rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading"
+            )
+            return None
+        return parse(data, problems)
 
     def load_content(self, root: Path) -> Content:
         """Every content page (after the rows: see :func:`load_site`)."""
@@ -125,6 +134,9 @@ class Site:
     """See :attr:`con`; ``None`` until first used."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Results of later stages (reconciliation), keyed by stage name."""
+    recipe_files: frozenset[str] = frozenset()
+    """Slugs of every ``content/recipes/*.md``, loaded or not (a reference to one that failed to
+    load says so, rather than "unknown recipe")."""
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -171,7 +183,7 @@ def pydantic_problems(
         else:
             shown = err.get("input")
             text = repr(shown) if not isinstance(shown, dict | list) else type(shown).__name__
-            message = f"'{key}': {err['msg']} (got {text[:80]})"
+            message = f"'{key}': {str(err['msg']).removeprefix('Value error, ')} (got {text[:80]})"
         problems.error(rel, line_of(loc), prefix + message)
 
 
@@ -179,12 +191,15 @@ def _load_yaml_mapping(
     path: Path, rel: str, model: type[M], problems: Problems, *, required: bool, known: set[str] | None = None
 ) -> dict[str, M]:
     """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
-    if not path.is_file():
+    try:
+        doc = load_yaml(read_regular(path).decode("utf-8"))
+    except FileNotFoundError:
         if required:
             problems.error(rel, None, "file is missing")
         return {}
-    try:
-        doc = load_yaml(path.read_text(encoding="utf-8"))
+    except InputError as exc:
+        problems.error(rel, None, exc.message)
+        return {}
     except UnicodeDecodeError:
         problems.error(rel, None, "not valid UTF-8")
         return {}
@@ -208,6 +223,9 @@ def _load_yaml_mapping(
                 rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'"
             )
             continue
+        if key_s in RESERVED_SLUGS:
+            problems.error(rel, doc.line_of((key,)), _reserved(key_s))
+            continue
         try:
             out[key_s] = model.model_validate(value)
         except ValidationError as exc:
@@ -215,6 +233,11 @@ def _load_yaml_mapping(
                 exc, rel, functools.partial(_entry_line, doc, key), problems, prefix=f"'{key_s}': "
             )
     return out
+
+
+def _reserved(slug: str) -> str:
+    names = " and ".join(sorted(RESERVED_SLUGS))
+    return f"'{slug}' is reserved: the site writes {names} beside the pages; choose another name"
 
 
 def _entry_line(doc: YamlDoc, key: Any, loc: tuple[Any, ...]) -> int:
@@ -238,7 +261,7 @@ def _load_pages(
     pages: dict[str, Page[M]] = {}
     if not directory.is_dir():
         return pages
-    names, others = _content_files(directory)
+    names, others = _content_files(directory, f"content/{folder}/", problems)
     for name in names:
         rel = f"content/{folder}/{name}"
         path = directory / name
@@ -252,6 +275,9 @@ def _load_pages(
                 f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
             )
             continue
+        if slug in RESERVED_SLUGS:
+            problems.error(rel, None, _reserved(slug))
+            continue
         parse = functools.partial(_parse_page, rel, slug, model, make)
         page = loader.page(rel, path, parse, problems)
         if page is not None:
@@ -261,17 +287,32 @@ def _load_pages(
     return pages
 
 
-def _content_files(directory: Path) -> tuple[list[str], list[str]]:
-    """Names of the ``*.md`` entries of ``directory``, and the relative paths of every other file
-    under it (which are ignored, with a warning), each sorted as paths sort."""
-    names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".md"))
+def _content_files(
+    directory: Path, rel: str, problems: Problems | None = None
+) -> tuple[list[str], list[str]]:
+    """Names of the ``*.md`` files of ``directory``, and the relative paths of every other file
+    under it (which are ignored, with a warning), each sorted as paths sort. Listed by
+    :func:`builder.files.walk`, as the engine's input scan lists them: a symbolic link, a special
+    file, a folder named ``*.md`` or an unreadable file is an error in ``problems``."""
+    listing = walk(directory)
+    names: list[str] = []
     others: list[list[str]] = []
-    for folder, _dirs, files in os.walk(directory):
-        prefix = os.path.relpath(folder, directory)
-        for name in files:
-            if os.path.splitext(name)[1] != ".md" and os.path.isfile(os.path.join(folder, name)):
-                others.append(name.split("/") if prefix == "." else [*prefix.split(os.sep), name])
-    return names, ["/".join(parts) for parts in sorted(others)]
+    for key, (path, _st) in listing.files.items():
+        parts = key.split("/")
+        if len(parts) == 1 and key.endswith(".md"):
+            if readable(path):
+                names.append(key)
+            elif problems is not None:
+                problems.error(f"{rel}{key}", None, UNREADABLE)
+        elif os.path.splitext(key)[1] != ".md" or len(parts) > 1:
+            others.append(parts)
+    if problems is not None:
+        for key, reason in sorted(listing.refused.items()):
+            problems.error(f"{rel}{key}", None, reason)
+        for key in sorted(listing.folders):
+            if key.count("/") == 1 and key.endswith(".md/"):
+                problems.error(f"{rel}{key.rstrip('/')}", None, FOLDER)
+    return sorted(names), ["/".join(parts) for parts in sorted(others)]
 
 
 def _load_page(
@@ -286,6 +327,11 @@ def _load_page(
     try:
         # Universal newlines, as reading in text mode gives.
         text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        control = CONTROL_RE.search(text)
+        if control is not None:
+            problem = control_problem(control.group())
+            problems.error(rel, text.count("\n", 0, control.start()) + 1, str(problem))
+            return None
         doc = split_document(rel, text)
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
@@ -332,6 +378,39 @@ def _plain_page(problems: Problems) -> Callable[[str, Document, Any], Page[Any]]
     return Page
 
 
+_LOADED_FOLDERS = frozenset({"content/recipes/", "content/case-studies/", "content/posts/", "data/rows/"})
+
+
+def _refuse_other_links(root: Path, problems: Problems) -> None:
+    """Links and special files elsewhere in ``content/`` and ``data/`` (the folders the loaders
+    list report their own): the input scan refuses them everywhere, so the load does as well."""
+    for name in ("content", "data"):
+        listing = walk(root / name, f"{name}/", skip=_LOADED_FOLDERS)
+        for key, reason in sorted(listing.refused.items()):
+            if not (name == "data" and key.endswith(".yaml") and key.count("/") == 1):
+                problems.error(key, None, reason)  # data/*.yaml: reported by their reader
+
+
+def _warn_future_posts(site: Site, problems: Problems) -> None:
+    """A post dated after the build's day is published now all the same: most likely a typo."""
+    now = today(site.config)
+    for post in site.posts.values():
+        if post.meta.date > now:
+            problems.warn(
+                post.doc.rel,
+                post.doc.line_of(("date",)),
+                f"dated in the future ({post.meta.date.isoformat()}, after the build's day {now.isoformat()}); "
+                "it is published now all the same",
+            )
+
+
+def recipe_reference_problem(slug: str, recipe_files: Collection[str]) -> str:
+    """What is wrong with a reference to the recipe ``slug``, which did not load."""
+    if slug in recipe_files:
+        return f"recipe '{slug}' did not load (see the errors of content/recipes/{slug}.md)"
+    return f"unknown recipe '{slug}' (no content/recipes/{slug}.md)"
+
+
 def _check_references(site: Site, problems: Problems) -> None:
     if site.hardware:
         for slug, recipe in site.recipes.items():
@@ -355,7 +434,7 @@ def _check_references(site: Site, problems: Problems) -> None:
                 problems.error(
                     case.doc.rel,
                     case.doc.line_of(("arms", index, "recipe")),
-                    f"unknown recipe '{arm.recipe}' (no content/recipes/{arm.recipe}.md)",
+                    recipe_reference_problem(arm.recipe, site.recipe_files),
                 )
 
 
@@ -443,10 +522,12 @@ def load_site(
         root / "data" / "nodes.yaml", "data/nodes.yaml", Node, problems, required=True, known=node_ids
     )
     # Recipe slugs are file names: the rows are validated against them whatever the front matter says.
-    names = _content_files(root / "content" / "recipes")[0] if (root / "content" / "recipes").is_dir() else []
+    names = _content_files(root / "content" / "recipes", "content/recipes/")[0]
     recipe_slugs.update(os.path.splitext(name)[0] for name in names)
     row_problems = Problems()
-    files = discover_row_files(root, read=loader.read_row_files_first()) + list(extra_row_files or [])
+    files = discover_row_files(root, row_problems, read=loader.read_row_files_first()) + list(
+        extra_row_files or []
+    )
     con: duckdb.DuckDBPyConnection | None = None
 
     def connect() -> duckdb.DuckDBPyConnection:
@@ -475,8 +556,21 @@ def load_site(
     # The parsed strings the typed rows do not share are free now; hand their pages back so the
     # stages after (numpy, DuckDB: other allocators) do not add to them.
     pa.default_memory_pool().release_unused()
-    site = Site(config, hardware, nodes, recipes, case_studies, posts, parsed, rows, con)
+    site = Site(
+        config,
+        hardware,
+        nodes,
+        recipes,
+        case_studies,
+        posts,
+        parsed,
+        rows,
+        con,
+        recipe_files=frozenset(recipe_slugs),
+    )
     _check_references(site, problems)
+    _warn_future_posts(site, problems)
+    _refuse_other_links(root, problems)
     _check_row_strings(site, problems, loader.checked_strings())
     return site
 

@@ -9,6 +9,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from builder.content.models import RESERVED_SLUGS
+
 if TYPE_CHECKING:
     from builder.data.load import Site
 
@@ -29,7 +31,8 @@ def comparison_slugs(site: Site) -> dict[str, str]:
 def model_slugs(models: Iterable[str]) -> dict[str, str]:
     """Base model → ``model_slug``, numbered in sorted order where two models share a slug."""
     out: dict[str, str] = {}
-    taken: set[str] = set()
+    # A page's folder never takes the name of a file the build writes beside it (models/index.html).
+    taken: set[str] = set(RESERVED_SLUGS)
     for model in sorted(models):
         slug = base = model_slug(model)
         n = 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from builder.content.models import ROW_FIELDS
+from builder.files import read_regular
 
 BOM = b"\xef\xbb\xbf"
 STRING_SCHEMA_FIELDS = [pa.field(name, pa.string()) for name in ROW_FIELDS]
@@ -39,19 +39,7 @@ class RowFile:
             return self.data
         if self.path is None:
             raise ValueError(f"{self.rel}: neither bytes nor a path")
-        # os-level calls: no buffered reader, no isatty probe (thousands of small files).
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            size = os.fstat(fd).st_size
-            data = os.read(fd, size + 1)
-            while len(data) > size:  # grew since fstat: read to the end
-                more = os.read(fd, 1 << 20)
-                if not more:
-                    break
-                data += more
-            return data
-        finally:
-            os.close(fd)
+        return read_regular(self.path)
 
 
 @dataclass

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -39,6 +38,7 @@ from builder.data.rowfile import (
     strip_bom,
 )
 from builder.errors import Problems
+from builder.files import UNREADABLE, excerpt, readable, walk
 
 __all__ = [
     "PARSERS",
@@ -87,7 +87,7 @@ def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
     seen: set[str] = set()
     for name in header:
         if name in seen:
-            problems.error(rel, 1, f"duplicate column '{name}'")
+            problems.error(rel, 1, f"duplicate column '{excerpt(name)}'")
             ok = False
         seen.add(name)
         if name not in _ROW_FIELD_SET:
@@ -96,7 +96,7 @@ def _check_header(rel: str, header: list[str], problems: Problems) -> bool:
                 hint = " (rows must be comma-separated)"
             elif name.strip() in _ROW_FIELD_SET:
                 hint = f" (remove the spaces around '{name.strip()}')"
-            problems.error(rel, 1, f"unknown column '{name}'{hint}")
+            problems.error(rel, 1, f"unknown column '{excerpt(name)}'{hint}")
             ok = False
     for name in REQUIRED_ROW_FIELDS:
         if name not in seen and all(name != h.strip() for h in header):
@@ -114,7 +114,16 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
     if not first.strip():
         problems.error(source.rel, 1, "empty file or missing header line")
         return ParsedFile(source, None)
-    header = next(csv.reader([first]))
+    if "\r" in first:
+        problems.error(
+            source.rel, 1, "lines end in a bare carriage return (\\r): save the file with LF or CRLF endings"
+        )
+        return ParsedFile(source, None)
+    try:
+        header = next(csv.reader([first]))
+    except csv.Error as exc:
+        problems.error(source.rel, 1, f"cannot parse the header line: {exc}")
+        return ParsedFile(source, None)
     if len(header) == 1 and (sep := next((c for c in ";\t|" if c in header[0]), None)):
         shown = {"\t": "tabs"}.get(sep, f"'{sep}'")
         problems.error(source.rel, 1, f"rows must be comma-separated; this file separates with {shown}")
@@ -122,11 +131,16 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
     if not _check_header(source.rel, header, problems):
         return ParsedFile(source, None)
     body = strip_bom(data).rstrip(b"\r\n")
+    if b"\n" not in body:
+        problems.error(source.rel, 1, "no rows: the file holds only its header line")
+        return ParsedFile(source, None)
     has_quote = b'"' in body
+    if not _whole(source, body, has_quote, problems):
+        return ParsedFile(source, None)
     try:
         table, ragged = read_string_csv(body, header, skip_rows=1, newlines_in_values=has_quote)
     except pa.ArrowInvalid as exc:
-        problems.error(source.rel, None, f"cannot parse as CSV: {exc}")
+        problems.error(source.rel, None, f"cannot parse as CSV: {excerpt(str(exc))}")
         return ParsedFile(source, None)
     parsed = ParsedFile(source, table, ragged=ragged, plain=not ragged and not has_quote)
     if ragged:
@@ -140,29 +154,82 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
     return parsed
 
 
+LONGEST_LINE = 1 << 20
+"""Longest line of a CSV file, in bytes (the CSV reader's block): no benchmark row is near it."""
+
+
+def _whole(source: RowFile, body: bytes, has_quote: bool, problems: Problems) -> bool:
+    """Whether ``body`` has no line too long to parse and no quote left open at its end; else the
+    problem is reported at its line."""
+    if len(body) > LONGEST_LINE:
+        ends = np.flatnonzero(np.frombuffer(body, dtype=np.uint8) == 10)
+        starts = np.concatenate([[0], ends + 1])
+        lengths = np.concatenate([ends, [len(body)]]) - starts
+        long = np.flatnonzero(lengths > LONGEST_LINE)
+        if len(long):
+            problems.error(
+                source.rel,
+                int(long[0]) + 1,
+                f"line of {int(lengths[long[0]]):,} bytes: a row is at most {LONGEST_LINE:,} bytes",
+            )
+            return False
+    if has_quote and body.count(b'"') % 2:
+        reader = csv.reader(io.StringIO(body.decode("utf-8"), newline=""), strict=True)
+        start = 1
+        try:
+            for _record in reader:
+                start = reader.line_num + 1
+        except csv.Error:
+            pass
+        problems.error(source.rel, start, 'a quote (") opened in this record is never closed')
+        return False
+    return True
+
+
+class _JsonNumber(str):
+    """A JSON number with a fraction or exponent, kept as written: the SQL checks then see what the
+    file says (``1e-400`` would be 0.0 as a float, silently)."""
+
+    __slots__ = ()
+
+
 def _json_cell(name: str, value: Any) -> tuple[str | None, str | None]:
     """Convert one JSON value to the CSV text form; (text, error)."""
     if value is None:
         return "", None
+    if isinstance(value, _JsonNumber):
+        if ROW_SCHEMA[name].kind == "number":
+            return str(value), None
+        value = float(value)
     kind = ROW_SCHEMA[name].kind
     if kind == "integer":
         if value in ROW_SCHEMA[name].words:
             return value, None
         if isinstance(value, bool) or not isinstance(value, int):
-            return None, f"'{name}' must be an integer, not {json.dumps(value)}"
+            return None, f"'{name}' must be an integer, not {excerpt(json.dumps(value))}"
         return str(value), None
     if kind == "number":
         if ROW_SCHEMA[name].infinite and isinstance(value, str) and value.lower() == "inf":
             return value, None
         if isinstance(value, bool) or not isinstance(value, int | float):
             words = ' or "inf"' if ROW_SCHEMA[name].infinite else ""
-            return None, f"'{name}' must be a number{words}, not {json.dumps(value)}"
+            return None, f"'{name}' must be a number{words}, not {excerpt(json.dumps(value))}"
         if isinstance(value, float) and not math.isfinite(value):
             return None, f"'{name}' must be a finite number, not {value}"
         return repr(value) if isinstance(value, float) else str(value), None
     if not isinstance(value, str):
-        return None, f"'{name}' must be a string, not {json.dumps(value)}"
+        return None, f"'{name}' must be a string, not {excerpt(json.dumps(value))}"
+    if not _encodable(value):
+        return None, f"'{name}' holds a lone surrogate (an escape like \\ud800 that is not a character)"
     return value, None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -193,16 +260,24 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
             problems.error(source.rel, number, "blank line (one JSON object per line)")
             continue
         try:
-            obj = json.loads(line, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+            obj = json.loads(
+                line,
+                object_pairs_hook=_no_duplicates,
+                parse_constant=_reject_constant,
+                parse_float=_JsonNumber,
+            )
         except ValueError as exc:
             problems.error(source.rel, number, f"invalid JSON: {exc}")
+            continue
+        except RecursionError:
+            problems.error(source.rel, number, "invalid JSON: nested too deeply")
             continue
         if not isinstance(obj, dict):
             problems.error(source.rel, number, "each line must be a JSON object")
             continue
         for key in obj:
             if key not in _ROW_FIELD_SET:
-                problems.error(source.rel, number, f"unknown key '{key}'")
+                problems.error(source.rel, number, f"unknown key '{excerpt(key)}'")
         cells: dict[str, str] = {}
         for name in ROW_FIELDS:
             cell, error = _json_cell(name, obj.get(name))
@@ -211,7 +286,7 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
                 # so every problem of the line shows in one pass.
                 problems.error(source.rel, number, error)
                 reported.add((number, name))
-                cell = json.dumps(obj.get(name))
+                cell = json.dumps(obj.get(name))  # ASCII: a lone surrogate is escaped
             cells[name] = cell or ""
         for name in ROW_FIELDS:
             columns[name].append(cells[name])
@@ -276,33 +351,30 @@ PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
 ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
-def discover_row_files(root: Path, *, read: bool = True) -> list[RowFile]:
+def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> list[RowFile]:
     """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path).
 
+    Listed by :func:`builder.files.walk`, as the engine's input scan lists them: a symbolic link,
+    a special file or an unreadable file is an error, any other file a warning (it is ignored).
     With ``read=False`` the files are not read here: :func:`parse_row_files` reads each when it
     parses it and keeps only the bytes it needs later (a big import does not sit in memory twice).
     """
-    rows_dir = root / "data" / "rows"
-    if not rows_dir.is_dir():
-        return []
-    # os.scandir rather than Path.rglob: a bulk import has tens of thousands of files.
+    listing = walk(root / "data" / "rows", "data/rows/")
     found: list[tuple[str, str, str, str]] = []
-    stack = [(str(rows_dir), "data/rows/")]
-    while stack:
-        folder, rel = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir():
-                    stack.append((entry.path, f"{rel}{entry.name}/"))
-                    continue
-                entry_name = entry.name
-                dot = entry_name.rfind(".")
-                # os.path.splitext's suffix: none when only dots come before the last one.
-                suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
-                if suffix in ROW_FILE_SUFFIXES and entry.is_file():
-                    name = f"{rel}{entry_name}"
-                    # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
-                    found.append((name.replace("/", "\0"), name, entry.path, suffix[1:]))
+    for name, (path, _st) in listing.files.items():
+        entry_name = name.rsplit("/", 1)[-1]
+        dot = entry_name.rfind(".")
+        # os.path.splitext's suffix: none when only dots come before the last one.
+        suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
+        if suffix not in ROW_FILE_SUFFIXES:
+            problems.warn(name, None, "ignored: row files end in .csv, .jsonl or .parquet")
+        elif not readable(path):
+            problems.error(name, None, UNREADABLE)
+        else:
+            # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
+            found.append((name.replace("/", "\0"), name, path, suffix[1:]))
+    for name, reason in sorted(listing.refused.items()):
+        problems.error(name, None, reason)
     found.sort()
     out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
     if read:

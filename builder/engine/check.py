@@ -53,6 +53,14 @@ class CheckReport:
             "findings": self.findings,
         }
 
+    @classmethod
+    def refused(cls, errors: list[Problem]) -> CheckReport:
+        """The report of a site that could not be loaded at all (a bad root or ``site.yaml``)."""
+        stats = dict.fromkeys(
+            ("rows", "row_files", "recipes", "case_studies", "posts", "nodes", "findings"), 0
+        )
+        return cls({**stats, "findings_open": 0}, sorted(errors), [])
+
     def summary(self) -> str:
         s = self.stats
         text = (

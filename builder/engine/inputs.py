@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from builder.files import FOLDER, InputError, read_regular, refusal, walk
 
 # Not imported from builder.config: the no-op path must not pay for pydantic.
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -40,8 +43,6 @@ StatKey = tuple[int, int, int, int]
 
 RACY_NS = 2_000_000_000
 """A file modified this close to (or after) the previous scan is hashed again whatever its stat says."""
-
-SKIP_DIRS = frozenset({"__pycache__", ".git", ".cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 
 
 DIGEST_NAME = "sha256/16"
@@ -85,25 +86,29 @@ def _roots(config: Sources) -> list[tuple[str, Path]]:
     ]
 
 
-def _walk(prefix: str, folder: Path, found: dict[str, tuple[str, os.stat_result]]) -> None:
-    stack = [(prefix, str(folder))]
-    while stack:
-        key_prefix, path = stack.pop()
-        try:
-            entries = list(os.scandir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS:
-                    stack.append((f"{key_prefix}{entry.name}/", entry.path))
-            elif entry.is_file():
-                if entry.name.endswith((".pyc", ".pyo")):
-                    continue
-                try:
-                    found[key_prefix + entry.name] = (entry.path, entry.stat())
-                except FileNotFoundError:
-                    continue
+def _walk(
+    prefix: str, folder: Path, found: dict[str, tuple[str, os.stat_result]], refused: dict[str, str]
+) -> None:
+    listing = walk(folder, prefix)
+    found.update((key, item) for key, item in listing.files.items() if not key.endswith((".pyc", ".pyo")))
+    refused.update(listing.refused)
+
+
+def _refused_digest(reason: str) -> bytes:
+    """The digest a refused entry (a link, a special file) stands in the inputs with: its
+    appearance or removal is a change, so the load that reports it runs."""
+    return digest_bytes(b"\0refused\0" + reason.encode())
+
+
+def _digest_file(path: str) -> bytes | None:
+    """The file's digest, or None when it vanished; a file that is no longer a regular one gets
+    the digest of a refused entry."""
+    try:
+        return digest_bytes(read_regular(path))
+    except FileNotFoundError:
+        return None
+    except InputError as exc:
+        return _refused_digest(exc.message)
 
 
 def _stat_key(st: os.stat_result) -> StatKey:
@@ -111,14 +116,25 @@ def _stat_key(st: os.stat_result) -> StatKey:
 
 
 def scan_inputs(config: Sources, previous: Inputs | None = None) -> Inputs:
-    """Digest every input, rehashing only files whose stat changed since ``previous``."""
+    """Digest every input, rehashing only files whose stat changed since ``previous``.
+
+    Symbolic links and special files are not read: each stands in the inputs with the digest of
+    why it is refused (the load reports it)."""
     started = time.time_ns()
     found: dict[str, tuple[str, os.stat_result]] = {}
+    refused: dict[str, str] = {}
     site_yaml = config.root / "site.yaml"
-    if site_yaml.is_file():
-        found["site.yaml"] = (str(site_yaml), site_yaml.stat())
+    try:
+        st = os.lstat(site_yaml)
+    except OSError:
+        pass
+    else:
+        if stat.S_ISREG(st.st_mode):
+            found["site.yaml"] = (str(site_yaml), st)
+        else:
+            refused["site.yaml"] = refusal(st) or FOLDER
     for prefix, folder in _roots(config):
-        _walk(prefix, folder, found)
+        _walk(prefix, folder, found, refused)
     result = Inputs(scanned_ns=started)
     racy_after = (previous.scanned_ns - RACY_NS) if previous else 0
     for key in sorted(found):
@@ -133,13 +149,14 @@ def scan_inputs(config: Sources, previous: Inputs | None = None) -> Inputs:
         ):
             result.digests[key] = previous.digests[key]
         else:
-            try:
-                with open(path, "rb") as handle:
-                    result.digests[key] = digest_bytes(handle.read())
-            except (FileNotFoundError, IsADirectoryError):
+            digest = _digest_file(path)
+            if digest is None:
                 continue
+            result.digests[key] = digest
         result.stats[key] = stat_key
         result.paths[key] = path
+    for key, reason in refused.items():
+        result.digests[key] = _refused_digest(reason)
     return result
 
 
@@ -168,32 +185,41 @@ def rescan_paths(config: Sources, previous: Inputs, paths: set[Path]) -> Inputs 
         key = key_of(config, path)
         if key is None:
             continue
-        if key.endswith("/") or path.is_dir() or not path.exists():
+        try:
+            st = os.lstat(path)
+        except OSError:
+            st = None
+        if key.endswith("/") or st is None or stat.S_ISDIR(st.st_mode):
             # A folder appeared, vanished or was renamed, or a file vanished: rescan under it.
             prefix = key if key.endswith("/") else key + "/"
             for old in [k for k in result.digests if k == key or k.startswith(prefix)]:
                 del result.digests[old]
                 result.stats.pop(old, None)
                 result.paths.pop(old, None)
-            if path.is_dir():
+            if st is not None and stat.S_ISDIR(st.st_mode):
                 found: dict[str, tuple[str, os.stat_result]] = {}
-                _walk(prefix, path, found)
-                for sub, (abs_path, st) in found.items():
-                    try:
-                        with open(abs_path, "rb") as handle:
-                            result.digests[sub] = digest_bytes(handle.read())
-                    except (FileNotFoundError, IsADirectoryError):
+                refused: dict[str, str] = {}
+                _walk(prefix, path, found, refused)
+                for sub, (abs_path, sub_st) in found.items():
+                    digest = _digest_file(abs_path)
+                    if digest is None:
                         continue
-                    result.stats[sub] = _stat_key(st)
+                    result.digests[sub] = digest
+                    result.stats[sub] = _stat_key(sub_st)
                     result.paths[sub] = abs_path
+                for sub, reason in refused.items():
+                    result.digests[sub] = _refused_digest(reason)
             continue
-        try:
-            st = path.stat()
-            with open(path, "rb") as handle:
-                result.digests[key] = digest_bytes(handle.read())
-        except (FileNotFoundError, IsADirectoryError):
+        result.stats.pop(key, None)
+        result.paths.pop(key, None)
+        if not stat.S_ISREG(st.st_mode):
+            result.digests[key] = _refused_digest(refusal(st) or FOLDER)
+            continue
+        digest = _digest_file(str(path))
+        if digest is None:
             result.digests.pop(key, None)
             continue
+        result.digests[key] = digest
         result.stats[key] = _stat_key(st)
         result.paths[key] = str(path)
     return result

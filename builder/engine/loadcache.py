@@ -18,6 +18,7 @@ from builder.data.load import PageEntry, SiteLoader
 from builder.engine.inputs import digest_bytes
 from builder.engine.memo import Memo
 from builder.errors import Problem, Problems
+from builder.files import InputError, read_regular
 
 if TYPE_CHECKING:
     import duckdb
@@ -117,7 +118,13 @@ class LoadCache(SiteLoader):
         digest = (self._scanned or {}).get(rel)
         entry: PageEntry | None = self.memo.get(("page", rel, digest)) if digest is not None else None
         if entry is None:
-            data = path.read_bytes()
+            try:
+                data = read_regular(path)
+            except (FileNotFoundError, InputError) as exc:
+                problems.error(
+                    rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading"
+                )
+                return None
             key = ("page", rel, digest_bytes(data))
             entry = self.memo.get(key)
             if entry is None:

@@ -56,7 +56,7 @@ def load_with_annotations(
     timings = timings or Timings()
     problems = Problems()
     site: Site = timings.measure("load", lambda: load_site(config, problems, loader=loader))
-    return site, problems, load_annotations(config.root, site.recipes, problems)
+    return site, problems, load_annotations(config.root, site.recipes, problems, site.recipe_files)
 
 
 def load_and_reconcile(

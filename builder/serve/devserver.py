@@ -7,8 +7,11 @@ server sends carries a small script (added here, at serve time, never written to
 long-polls ``/__livereload/poll`` and reloads the page once a rebuild that changed it has finished,
 or draws an overlay with the problems of a failed rebuild while the last good build stays served.
 
-Security: the server answers only requests whose ``Host`` names the served host (DNS rebinding),
-and only with files inside its output folder once symlinks are resolved.
+Security: the server answers only requests whose ``Host`` (or absolute-form target) names the
+served host (DNS rebinding), and only with files inside its output folder once symlinks are resolved.
+A client has :data:`HEADER_TIMEOUT` seconds to send a request's head (a connection idle that long
+between requests is closed too), and at most :data:`MAX_CONNECTIONS` connections are served at once
+(each holds a thread): slow or idle clients cannot pile up threads.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from builder.errors import Problem
 from builder.serve.urlmap import FALLBACK_404, HostCheck, content_type, inject, page_key, resolve, url_parts
@@ -39,6 +42,15 @@ CLIENT_JS = Path(__file__).with_name("livereload.js")
 LIVERELOAD_PREFIX = "/__livereload/"
 POLL_TIMEOUT = 25.0
 """Seconds a long-poll waits for a rebuild before answering "nothing new" (under proxies' limits)."""
+HEADER_TIMEOUT = 5.0
+"""Seconds a connection may take to send a request line and headers, or stay idle between requests."""
+MAX_CONNECTIONS = 64
+"""Connections served at once; one more is answered 503 and closed (each open page holds one
+long-poll, so a few browser tabs stay far below it)."""
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: 22\r\nConnection: close\r\nRetry-After: 1\r\n\r\ntoo many connections.\n"
+)
 
 
 @dataclass(frozen=True)
@@ -204,6 +216,19 @@ class PreviewHandler(BaseHTTPRequestHandler):
     # on a kept-alive connection would wait for the ACK timer.
     disable_nagle_algorithm = True
 
+    def handle_one_request(self) -> None:
+        # The request's head must arrive before the deadline; the reaper closes the connection if not.
+        self.server.watch(self.connection, time.monotonic() + HEADER_TIMEOUT)
+        try:
+            super().handle_one_request()
+        finally:
+            self.server.unwatch(self.connection)
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.server.unwatch(self.connection)  # the head is in: answering may take long (a long-poll)
+        return parsed
+
     def do_GET(self) -> None:
         self._answer(head=False)
 
@@ -214,7 +239,17 @@ class PreviewHandler(BaseHTTPRequestHandler):
         """The core never prints; request logs are not worth a callback."""
 
     def _answer(self, head: bool) -> None:
-        refused = self.server.host_check.status(self.headers.get_all("Host") or [])
+        target = self.path
+        hosts = self.headers.get_all("Host") or []
+        if not target.startswith("/"):
+            # Absolute form (RFC 9112 3.2.2): its authority names the host, whatever Host says.
+            parts = urlsplit(target)
+            if parts.scheme.lower() != "http" or not parts.netloc or "@" in parts.netloc:
+                self._send(HTTPStatus.BAD_REQUEST, b"bad request target\n", "text/plain; charset=utf-8", head)
+                return
+            hosts = [parts.netloc]
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        refused = self.server.host_check.status(hosts)
         if refused is not None:
             self._send(
                 refused,
@@ -222,10 +257,6 @@ class PreviewHandler(BaseHTTPRequestHandler):
                 "text/plain; charset=utf-8",
                 head,
             )
-            return
-        target = self.path
-        if not target.startswith("/"):
-            self._send(HTTPStatus.BAD_REQUEST, b"bad request target\n", "text/plain; charset=utf-8", head)
             return
         path, _, query = target.partition("?")
         if path.startswith(LIVERELOAD_PREFIX):
@@ -352,6 +383,60 @@ class PreviewServer(ThreadingHTTPServer):
         self.on_error = on_error
         self.host_check = HostCheck.for_address(address[0], self.server_address[1])
         self.client_js = CLIENT_JS.read_bytes()
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._deadlines: dict[socket.socket, float] = {}
+        self._deadlines_lock = threading.Lock()
+        self._closing = threading.Event()
+        threading.Thread(target=self._reap, name="preview-reaper", daemon=True).start()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, at most :data:`MAX_CONNECTIONS` at once."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            request.settimeout(HEADER_TIMEOUT)  # a single read waits no longer than the head may
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def watch(self, connection: socket.socket, deadline: float) -> None:
+        with self._deadlines_lock:
+            self._deadlines[connection] = deadline
+
+    def unwatch(self, connection: socket.socket) -> None:
+        with self._deadlines_lock:
+            self._deadlines.pop(connection, None)
+
+    def _reap(self) -> None:
+        """Shut the connections whose request head is late (one trickling a byte a second would
+        pass any per-read timeout)."""
+        while not self._closing.wait(0.25):
+            now = time.monotonic()
+            with self._deadlines_lock:
+                late = [conn for conn, deadline in self._deadlines.items() if deadline <= now]
+                for conn in late:
+                    del self._deadlines[conn]
+            for conn in late:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def server_close(self) -> None:
+        self._closing.set()
+        super().server_close()
 
     @property
     def port(self) -> int:

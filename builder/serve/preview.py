@@ -13,6 +13,7 @@ from pathlib import Path
 from builder.config import load_config
 from builder.engine.incremental import IncrementalBuilder
 from builder.errors import BuilderError
+from builder.files import InputError, read_regular
 from builder.serve.devserver import RebuildResult
 
 SERVE_DIR = Path(".cache") / "builder" / "serve-site"
@@ -88,8 +89,8 @@ class PreviewBuilder:
             return None
         [path] = changed
         try:
-            data = path.read_bytes()
-        except OSError:
+            data = read_regular(path)  # never through a link, never blocked by a FIFO
+        except (OSError, InputError):
             return None
         if self._quick_done.get(path) == data:
             return None  # answered already: this is the full rebuild's turn

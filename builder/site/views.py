@@ -32,7 +32,8 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
 
     Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
     and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
-    or its whole path under ``data/rows/`` when two of the recipe's files share a name.
+    or its whole path under ``data/rows/`` when two of the recipe's files share a name, numbered
+    (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
     """
     row_ids = [r["row_id"] for r in rows]
     # row_id is the position in the table: one gather per column, not a numpy scalar per row.
@@ -47,7 +48,17 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
         for file_id in names:
             rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
             names[file_id] = rel.rsplit(".", 1)[0]
-    slugs = {file_id: slugify(name) for file_id, name in names.items()}
+    # Unique by construction: names that slugify alike (spark-01, spark_01) are numbered in path order.
+    slugs: dict[int, str] = {}
+    taken: set[str] = set()
+    for file_id in sorted(names, key=lambda f: site.row_files[f].source.rel):
+        slug = base = slugify(names[file_id])
+        number = 1
+        while slug in taken:
+            number += 1
+            slug = f"{base}-{number}"
+        taken.add(slug)
+        slugs[file_id] = slug
     line_of = {file_id: site.row_files[file_id].line_of for file_id in names}
     return {
         row_id: f"row-{slugs[file_id]}-{line_of[file_id](file_row)}" for row_id, file_id, file_row in located

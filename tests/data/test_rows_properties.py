@@ -368,5 +368,5 @@ def test_row_files_are_found_by_suffix_in_path_order(entries: list[tuple[list[st
                 if suffix in ROW_FILE_SUFFIXES:
                     rel = Path(folder, name).relative_to(root).as_posix()
                     expected.append((PurePosixPath(rel).parts, rel, suffix[1:]))
-        found = discover_row_files(root, read=False)
+        found = discover_row_files(root, Problems(), read=False)
         assert [(f.rel, f.kind) for f in found] == [(rel, kind) for _, rel, kind in sorted(expected)]

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from bs4 import BeautifulSoup
 from watchdog.events import FileModifiedEvent
 
 from builder.errors import Problem
+from builder.serve import devserver
 from builder.serve.devserver import BuildState, LiveReloadServer, RebuildResult
 from builder.serve.preview import PreviewBuilder, serve_out_dir
 from builder.serve.urlmap import HostCheck, inject, resolve, url_parts
@@ -363,10 +365,103 @@ def test_http_wrong_host_is_refused(live, host: str) -> None:  # type: ignore[no
     assert status == 421
 
 
-def test_http_absolute_form_target_is_refused(live) -> None:  # type: ignore[no-untyped-def]
+def test_http_absolute_form_target_is_refused_for_another_host(live) -> None:  # type: ignore[no-untyped-def]
     server, _ = live
-    status, _, _ = request(server, "http://evil.example/")
+    status, _, body = request(server, "http://evil.example/")
+    assert status == 421 and b"home" not in body
+    status, _, _ = request(server, f"ftp://127.0.0.1:{server.server.port}/")
     assert status == 400
+
+
+def test_http_absolute_form_target_for_its_own_host_is_served(live) -> None:  # type: ignore[no-untyped-def]
+    """RFC 9112 3.2.2: a server must accept the absolute form; its authority names the host."""
+    server, _ = live
+    port = server.server.port
+    status, _, body = request(server, f"http://127.0.0.1:{port}/recipes/tiny/", host="evil.example")
+    assert status == 200 and b"tiny" in body
+    status, _, body = request(server, f"http://localhost:{port}/__livereload/poll?since=0&timeout=0")
+    assert status == 200 and json.loads(body)["epoch"] == 1
+
+
+def _raw(server: LiveReloadServer) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.server.port), timeout=10)
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes ``sock`` (or answers and closes) within ``seconds``."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def test_http_a_request_head_that_never_ends_is_closed(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare "GET /" without its blank line held a thread forever; a head trickled a byte at a
+    time (which no per-read timeout ends) is cut at the deadline too."""
+    monkeypatch.setattr(devserver, "HEADER_TIMEOUT", 0.6)
+    with LiveReloadServer.create("127.0.0.1", 0, out, ScriptedRebuild(), PendingChanges()) as server:
+        server.state.rebuild(None)
+        server.start()
+        bare = _raw(server)
+        bare.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        trickle = _raw(server)
+        started = time.monotonic()
+        for byte in b"GET / HTTP/1.1\r\nX-Slow: aaaaaaaaaaaaaaaa":
+            try:
+                trickle.sendall(bytes([byte]))
+            except OSError:
+                break
+            time.sleep(0.05)
+        assert _closed_within(trickle, 3)
+        assert time.monotonic() - started < 4
+        assert _closed_within(bare, 3)
+        idle = _raw(server)  # connected, never sends a thing
+        assert _closed_within(idle, 3)
+        # The server still answers.
+        status, _, body = request(server, "/")
+        assert status == 200 and b"home" in body
+        for sock in (bare, trickle, idle):
+            sock.close()
+
+
+def test_http_connections_beyond_the_bound_are_refused_not_threaded(
+    out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2,000 slow connections started 2,000 threads: now a bounded number is served at once."""
+    monkeypatch.setattr(devserver, "MAX_CONNECTIONS", 4)
+    with LiveReloadServer.create("127.0.0.1", 0, out, ScriptedRebuild(), PendingChanges()) as server:
+        server.state.rebuild(None)
+        server.start()
+        before = threading.active_count()
+        slow = [_raw(server) for _ in range(4)]
+        for sock in slow:
+            sock.sendall(b"GET / HTTP/1.1\r\n")
+        time.sleep(0.3)
+        extra = [_raw(server) for _ in range(20)]
+        answers = []
+        for sock in extra:
+            sock.settimeout(5)
+            answers.append(sock.recv(100))
+        assert all(answer.startswith(b"HTTP/1.1 503 ") for answer in answers)
+        assert threading.active_count() <= before + 4
+        for sock in slow + extra:
+            sock.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            status = None
+            try:
+                status, _, _ = request(server, "/")
+            except (OSError, http.client.HTTPException):
+                pass
+            if status == 200:
+                break
+            time.sleep(0.1)
+        assert status == 200
 
 
 def poll(server: LiveReloadServer, since: int, path: str, timeout: float = 5) -> dict[str, object]:
@@ -534,6 +629,33 @@ def test_preview_turns_every_kind_of_error_into_problems(themed_site: Path) -> N
     assert [p.path for p in result.problems] == ["site.yaml"]
     site_yaml.unlink()
     assert builder(frozenset({site_yaml})).ok
+
+
+def test_preview_reports_a_saved_fifo_or_link_without_blocking(themed_site: Path, tmp_path: Path) -> None:
+    """A FIFO named x.md hung the build (and the preview's quick page read it first)."""
+    builder = PreviewBuilder(themed_site)
+    assert builder(None).ok
+    fifo = themed_site / "content/recipes/x.md"
+    os.mkfifo(fifo)
+    results: list[RebuildResult] = []
+    worker = threading.Thread(target=lambda: results.append(builder(frozenset({fifo}))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert results, "the preview blocked on the FIFO"
+    assert sorted(p.format() for p in results[0].problems) == [
+        "content/recipes/x.md: not a regular file (a pipe, socket or device): inputs must be regular files"
+    ]
+    results.clear()
+    link = themed_site / "data/rows/tiny/leak.csv"
+    (tmp_path / "rows.csv").write_text("x\n", encoding="utf-8")
+    link.symlink_to(tmp_path / "rows.csv")
+    worker = threading.Thread(target=lambda: results.append(builder(frozenset({link}))), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert sorted(p.format() for p in results[0].problems) == [
+        "content/recipes/x.md: not a regular file (a pipe, socket or device): inputs must be regular files",
+        "data/rows/tiny/leak.csv: a symbolic link: inputs must be regular files inside the site root",
+    ]
 
 
 # --- a real port, a real process -----------------------------------------------------------------
