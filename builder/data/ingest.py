@@ -142,7 +142,10 @@ def _float_check(col: str) -> str:
         ELSE '{col} must be a number, not ''' || {col} || '''' END"""
 
 
-_PATTERNED = tuple(c.name for c in ROW_SCHEMA.values() if c.pattern is not None)
+# Text columns with a shape of their own (the plain text patterns are _text_check's).
+_PATTERNED = tuple(
+    c.name for c in ROW_SCHEMA.values() if c.pattern not in (None, ROW_TEXT_PATTERN, VERSION_PATTERN)
+)
 _SHAPES = {"time": "HH:MM (00:00 to 23:59)"}
 """How a message names the form of each patterned text column."""
 _NEEDED = tuple(c for c in ROW_SCHEMA.values() if c.required_unless is not None)
@@ -541,11 +544,16 @@ def validate_rows(
         if (row, column) in item.reported:
             continue
         problems.error(item.source.rel, item.line_of(row), message)
-    if not bad and speculative is not None:
+    # A cell the parser already refused (a JSON value of the wrong type) fails its row too, even
+    # when the text it was kept as would pass the SQL.
+    refused = {(f, r) for f, r, _ in bad} | {
+        (f, r) for f, item in enumerate(parsed) for r, _ in item.reported
+    }
+    if not refused and speculative is not None:
         return speculative
-    if bad:
+    if refused:
         key = raw.column("_file").to_numpy().astype(np.int64) << 32 | raw.column("_row").to_numpy()
-        failed = np.unique(np.array([(f << 32) | r for f, r, _ in bad], dtype=np.int64))
-        keep = passing | ~np.isin(key, failed)
+        failed = np.unique(np.array([(f << 32) | r for f, r in refused], dtype=np.int64))
+        keep = ~np.isin(key, failed)
         raw = pc.filter(raw, pa.array(keep))
     return _typed_table(raw)
