@@ -40,8 +40,12 @@ def _rate(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hardware", required=True, metavar="HW", help="hardware id (data/hardware.yaml)")
-    parser.add_argument("--prompt-tokens", type=_positive_int, metavar="N", help="prompt length (default: any)")
-    parser.add_argument("--output-tokens", type=_positive_int, metavar="N", help="output length (default: any)")
+    parser.add_argument(
+        "--prompt-tokens", type=_positive_int, metavar="N", help="prompt length (default: any)"
+    )
+    parser.add_argument(
+        "--output-tokens", type=_positive_int, metavar="N", help="output length (default: any)"
+    )
     parser.add_argument(
         "--context-tokens", type=_non_negative_int, default=0, metavar="N", help="context depth (default: 0)"
     )
@@ -57,8 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.config import load_config
     from builder.commands.report import format_text
+    from builder.config import load_config
     from builder.engine.pipeline import load_and_reconcile
     from builder.errors import UsageError
     from builder.site.choose import Query, choose, describe

@@ -274,8 +274,8 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     row_ids: list[int] = positions.to_pylist()
     statuses = [recon.status(i).status for i in row_ids]
     # (recipe, metric, open loop) → status → setting → [(run key, value, row index)]
-    grouped: dict[tuple[str, str, bool], dict[str, dict[Setting, list[tuple[Any, float, int]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list))
+    grouped: dict[tuple[str, str, bool], dict[str, dict[Setting, list[tuple[Any, float, int]]]]] = (
+        defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
     for i, recipe in enumerate(columns["recipe"]):
         status = statuses[i]
