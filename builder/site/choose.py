@@ -224,10 +224,6 @@ class HardwareFigures:
         present = {metric for _, metric, _ in self.figures}
         return [m for m in METRICS if m in present]
 
-    def metrics_at(self, setting: Setting) -> list[str]:
-        present = {m for (_, m, _), by in self.figures.items() if setting in by}
-        return [m for m in METRICS if m in present]
-
 
 def known_hardware(site: Site) -> list[str]:
     """Hardware ids the site knows (``data/hardware.yaml``, recipes, nodes), sorted."""
@@ -396,9 +392,10 @@ def choose(site: Site, recon: Reconciliation, query: Query) -> list[Choice]:
 
 
 def rankings(figures: HardwareFigures) -> Iterable[tuple[Setting, str, list[Choice]]]:
-    """The ranking at every measured setting, for every metric measured there (the pages)."""
+    """The ranking at every measured setting, for every metric measured on the hardware (the pages)."""
+    metrics = figures.metrics()
     for setting in figures.settings():
-        for metric in figures.metrics_at(setting):
+        for metric in metrics:
             yield setting, metric, rank(figures, Query.at(figures.hardware, metric, setting))
 
 

@@ -23,6 +23,7 @@ from builder.site import content_summary, deps
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.site.charts import page_data
+from builder.site.choose_pages import choose_page_jobs
 from builder.site.context import Assets, ContentSummary, Output, PageJob, RenderContext
 from builder.site.downloads import api_page_jobs
 from builder.site.faq import faq_jsonld, faq_page_jobs
@@ -284,6 +285,7 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
     jobs += faq_page_jobs(ctx, summary) + index_page_jobs(ctx) + search_page_jobs(ctx, summary)
     jobs += api_page_jobs(ctx)
     jobs += findings_page_jobs(ctx)
+    jobs += choose_page_jobs(ctx)
     return jobs
 
 
