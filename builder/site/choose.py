@@ -273,17 +273,21 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     grouped: dict[tuple[str, str, bool], dict[str, dict[Setting, list[tuple[Any, float, int]]]]] = (
         defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     )
+    made: dict[tuple[Any, ...], Setting] = {}
+    dimensions = [columns[d] for d in DIMENSIONS]
+    runs = [columns[c] for c in ("date", "time", "node", "engine_version", "engine_build", "flags", "env")]
+    metrics = [(metric, columns[metric]) for metric in METRICS]
     for i, recipe in enumerate(columns["recipe"]):
         status = statuses[i]
         if status not in STATUS_ORDER:
             continue
-        setting = Setting(*(columns[d][i] for d in DIMENSIONS))
-        run = tuple(
-            columns[c][i] or ""
-            for c in ("date", "time", "node", "engine_version", "engine_build", "flags", "env")
-        )
-        for metric in METRICS:
-            value = columns[metric][i]
+        where = tuple(column[i] for column in dimensions)
+        setting = made.get(where)
+        if setting is None:
+            setting = made[where] = Setting(*where)
+        run = tuple(column[i] or "" for column in runs)
+        for metric, values in metrics:
+            value = values[i]
             if value is not None:
                 grouped[(recipe, metric, setting.open_loop)][status][setting].append((run, value, i))
     figures: dict[tuple[str, str, bool], dict[Setting, Figure]] = {}
@@ -349,8 +353,28 @@ def _distance(setting: Setting, query: Query) -> tuple[int, float]:
     return unknown, distance
 
 
+def _asked_setting(query: Query) -> Setting | None:
+    """The one setting the query asks for, when it leaves no dimension free."""
+    prompt = None if "prompt_tokens" in query.unrecorded else query.prompt_tokens
+    output = None if "output_tokens" in query.unrecorded else query.output_tokens
+    if prompt is None and "prompt_tokens" not in query.unrecorded:
+        return None
+    if output is None and "output_tokens" not in query.unrecorded:
+        return None
+    if query.request_rate is not None:
+        return None  # an open-loop setting's concurrency (its cap) is not asked
+    if query.concurrency is None:
+        return None
+    return Setting(prompt, output, query.context_tokens, query.concurrency, None)
+
+
 def nearest(figures: Mapping[Setting, Figure], query: Query) -> tuple[Figure, bool]:
     """The figure at the setting nearest the query, and whether it is the asked setting itself."""
+    asked = _asked_setting(query)
+    if asked is not None:
+        found = figures.get(asked)
+        if found is not None:
+            return found, True
     best = min(
         figures.values(),
         key=lambda f: (*_distance(f.setting, query), -f.rows, f.setting.sort_key()),

@@ -19,7 +19,15 @@ from typing import Any
 
 from builder.content.models import LOWER_IS_BETTER, QUANTITIES
 from builder.site import deps
-from builder.site.choose import Choice, Figure, HardwareFigures, hardware_figures, known_hardware, rankings
+from builder.site.choose import (
+    Choice,
+    Figure,
+    HardwareFigures,
+    Setting,
+    hardware_figures,
+    known_hardware,
+    rankings,
+)
 from builder.site.context import PageJob, RenderContext
 
 PAGE_TOP = 10
@@ -28,7 +36,10 @@ PAGE_TOP = 10
 STATUS_TEXT = {"matches": "matches", "not_recorded": "not recorded", "differs": "differs"}
 
 
-def rankings_json(figures: HardwareFigures) -> bytes:
+Ranked = list[tuple[Setting, str, list[Choice]]]
+
+
+def rankings_json(figures: HardwareFigures, ranked_all: Ranked) -> bytes:
     """The chooser's index for one hardware: each figure once, each ranking as figure numbers."""
     recipes = sorted(figures.titles)
     recipe_no = {slug: i for i, slug in enumerate(recipes)}
@@ -37,7 +48,7 @@ def rankings_json(figures: HardwareFigures) -> bytes:
     figure_no: dict[Figure, int] = {}
     figure_rows: list[list[Any]] = []
     ranked: dict[str, dict[str, list[list[int]]]] = {}
-    for setting, metric, choices in rankings(figures):
+    for setting, metric, choices in ranked_all:
         entries = []
         for choice in choices:
             f = choice.figure
@@ -70,10 +81,10 @@ def rankings_json(figures: HardwareFigures) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def page_sections(figures: HardwareFigures) -> list[dict[str, Any]]:
+def page_sections(ranked_all: Ranked) -> list[dict[str, Any]]:
     """Per measured setting, its rankings: only the recipes measured at that very setting."""
     sections: dict[Any, dict[str, Any]] = {}
-    for setting, metric, choices in rankings(figures):
+    for setting, metric, choices in ranked_all:
         here: list[Choice] = [c for c in choices if c.exact]
         if not here:
             continue
@@ -98,13 +109,13 @@ def render_chooser(ctx: RenderContext) -> bytes:
     return ctx.page("choose.html", "choose/index.html", hardware=hardware)
 
 
-def render_hardware_choices(ctx: RenderContext, figures: HardwareFigures) -> bytes:
+def render_hardware_choices(ctx: RenderContext, figures: HardwareFigures, ranked_all: Ranked) -> bytes:
     return ctx.page(
         "choose_hardware.html",
         f"choose/{figures.hardware}/index.html",
         hw_id=figures.hardware,
         hw_name=figures.name,
-        sections=page_sections(figures),
+        sections=page_sections(ranked_all),
         status_text=STATUS_TEXT,
     )
 
@@ -115,14 +126,15 @@ def choose_page_jobs(ctx: RenderContext) -> list[PageJob]:
     reads = (deps.RECIPES, deps.ROWS)
 
     @cache
-    def figures(hardware: str) -> HardwareFigures:
-        return hardware_figures(ctx.site, ctx.recon, hardware)
+    def ranked(hardware: str) -> tuple[HardwareFigures, Ranked]:
+        figures = hardware_figures(ctx.site, ctx.recon, hardware)
+        return figures, list(rankings(figures))
 
     def page(hardware: str) -> bytes:
-        return render_hardware_choices(ctx, figures(hardware))
+        return render_hardware_choices(ctx, *ranked(hardware))
 
     def index(hardware: str) -> bytes:
-        return rankings_json(figures(hardware))
+        return rankings_json(*ranked(hardware))
 
     jobs: list[PageJob] = [("choose/index.html", deps.depends(lambda: render_chooser(ctx), deps.RECIPES))]
     for hardware in known_hardware(ctx.site):
