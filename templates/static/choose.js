@@ -89,7 +89,16 @@
     var keepSetting = settingSelect.options.length ? settingSelect.options[settingSelect.selectedIndex].text : null;
     var settings = data.settings.map(function (text, i) { return [String(i), text]; });
     fill(settingSelect, settings, null);
-    settings.forEach(function (s) { if (s[1] === keepSetting) settingSelect.value = s[0]; });
+    var kept = false;
+    settings.forEach(function (s) { if (s[1] === keepSetting) { settingSelect.value = s[0]; kept = true; } });
+    if (!kept && data.metrics.length) {
+      /* First time: the workload at which most recipes were measured for the first metric. */
+      var best = -1;
+      settings.forEach(function (s) {
+        var count = ((data.rankings[s[0]] || {})[data.metrics[0][0]] || []).filter(function (e) { return e[1]; }).length;
+        if (count > best) { best = count; settingSelect.value = s[0]; }
+      });
+    }
     fill(metricSelect, data.metrics.map(function (m) { return [m[0], m[1] + " (" + m[2] + ")"]; }), metricSelect.value || null);
     draw();
   }
