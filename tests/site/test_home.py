@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import sys
-from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
