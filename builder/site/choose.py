@@ -118,7 +118,7 @@ class Query:
             setting.prompt_tokens,
             setting.output_tokens,
             setting.context_tokens,
-            None if setting.open_loop else setting.concurrency,
+            setting.concurrency,  # an open-loop setting's cap too: the pages rank at that very setting
             setting.request_rate,
             frozenset(d for d in ("prompt_tokens", "output_tokens") if getattr(setting, d) is None),
         )
@@ -361,11 +361,9 @@ def _asked_setting(query: Query) -> Setting | None:
         return None
     if output is None and "output_tokens" not in query.unrecorded:
         return None
-    if query.request_rate is not None:
-        return None  # an open-loop setting's concurrency (its cap) is not asked
     if query.concurrency is None:
-        return None
-    return Setting(prompt, output, query.context_tokens, query.concurrency, None)
+        return None  # an open-loop query without a cap
+    return Setting(prompt, output, query.context_tokens, query.concurrency, query.request_rate)
 
 
 def nearest(figures: Mapping[Setting, Figure], query: Query) -> tuple[Figure, bool]:

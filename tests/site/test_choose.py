@@ -172,6 +172,12 @@ def test_page_rankings_rank_at_each_measured_setting(synthetic: tuple[Site, Reco
     by = {(s, m): ranked for s, m, ranked in rankings(figures)}
     at_2048 = by[(Setting(2048, None, 0, 1, None), "decode_tok_s")]
     assert at_2048 == choose(site, recon, Query("test-gpu", prompt_tokens=2048))  # one ranking function
+    open_loop = by[(Setting(2048, None, 0, 1, 4.0), "decode_tok_s")]
+    assert [(c.figure.recipe, c.figure.value, c.exact) for c in open_loop] == [("fast", 90, True)]
+    at_512 = by[(Setting(512, None, 0, 1, None), "ttft_ms")]
+    assert [(c.figure.recipe, c.exact) for c in at_512] == [
+        ("near", True), ("slow", False), ("differ", False), ("fast", False),
+    ]  # fmt: skip
 
 
 def test_shipped_site_ranking() -> None:
