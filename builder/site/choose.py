@@ -260,44 +260,66 @@ _COLUMNS = (
 )
 
 
+_FIGURES_SQL = """
+WITH measured AS (
+    UNPIVOT mine ON {metrics} INTO NAME metric VALUE value
+), tiered AS (
+    SELECT *, min(tier) OVER (PARTITION BY recipe, metric, request_rate IS NULL) AS best FROM measured
+), pool AS (
+    SELECT *, count(*) OVER setting AS n, max(run) OVER setting AS latest
+    FROM tiered WHERE tier = best
+    WINDOW setting AS (PARTITION BY recipe, metric, {dimensions})
+)
+SELECT recipe, metric, {dimensions}, tier, n, value, date, file_id, file_row, position
+FROM pool WHERE run = latest
+ORDER BY recipe, metric, {dimensions}, position
+"""
+"""Per recipe, metric and setting, the latest run's rows among the rows of the recipe's best status
+(``tier``) for that metric and kind of load, with how many rows that status has at the setting."""
+
+_RUN = ("date", "time", "node", "engine_version", "engine_build", "flags", "env")
+"""What tells runs apart, in the order that makes one run later than another."""
+
+
 def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> HardwareFigures:
     """Every recipe's figure, per metric, at every setting it was measured at on ``hardware``."""
+    import duckdb  # the rows of one hardware, grouped by recipe, metric, setting and run
+
     nodes = sorted(n for n, hw in site.node_hardware().items() if hw == hardware)
     table = site.rows
     positions = pc.indices_nonzero(pc.is_in(table.column("node"), value_set=pa.array(nodes, pa.string())))
-    mine = table.take(positions).select([*_COLUMNS, *METRICS])
-    columns = {name: mine.column(name).to_pylist() for name in mine.column_names}
-    row_ids: list[int] = positions.to_pylist()
-    statuses = [recon.status(i).status for i in row_ids]
-    # (recipe, metric, open loop) → status → setting → [(run key, value, row index)]
-    grouped: dict[tuple[str, str, bool], dict[str, dict[Setting, list[tuple[Any, float, int]]]]] = (
-        defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    )
+    tier_of = {status: tier for tier, status in enumerate(STATUS_ORDER)}
+    tiers = [tier_of.get(recon.status(i).status, -1) for i in positions.to_pylist()]
+    mine = table.select([*_COLUMNS, *METRICS]).take(positions)
+    # Runs numbered in order, latest last: a run is later when its date, time, node, ... are.
+    keys = list(zip(*(mine.column(c).to_pylist() for c in _RUN), strict=True))
+    keys = [tuple(v or "" for v in key) for key in keys]
+    number = {key: n for n, key in enumerate(sorted(set(keys)))}
+    mine = mine.append_column("run", pa.array([number[k] for k in keys], pa.int64()))
+    mine = mine.append_column("tier", pa.array(tiers, pa.int8()))
+    mine = mine.append_column("position", pa.array(range(mine.num_rows), pa.int64()))
+    mine = mine.filter(pc.greater_equal(mine.column("tier"), 0))
+    query = _FIGURES_SQL.format(metrics=", ".join(METRICS), dimensions=", ".join(DIMENSIONS))
+    with duckdb.connect() as con:
+        con.register("mine", mine)
+        found = con.sql(query).to_arrow_table()
+    latest = list(zip(*(column.to_pylist() for column in found.columns), strict=True))
+    # One group per recipe, metric and setting: the latest run's rows, in table order.
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
+    for record in latest:
+        groups[record[: 2 + len(DIMENSIONS)]].append(record)
+    figures: dict[tuple[str, str, bool], dict[Setting, Figure]] = defaultdict(dict)
     made: dict[tuple[Any, ...], Setting] = {}
-    dimensions = [columns[d] for d in DIMENSIONS]
-    runs = [columns[c] for c in ("date", "time", "node", "engine_version", "engine_build", "flags", "env")]
-    metrics = [(metric, columns[metric]) for metric in METRICS]
-    for i, recipe in enumerate(columns["recipe"]):
-        status = statuses[i]
-        if status not in STATUS_ORDER:
-            continue
-        where = tuple(column[i] for column in dimensions)
+    for key, run in groups.items():
+        recipe, metric, where = key[0], key[1], key[2:]
         setting = made.get(where)
         if setting is None:
             setting = made[where] = Setting(*where)
-        run = tuple(column[i] or "" for column in runs)
-        for metric, values in metrics:
-            value = values[i]
-            if value is not None:
-                grouped[(recipe, metric, setting.open_loop)][status][setting].append((run, value, i))
-    figures: dict[tuple[str, str, bool], dict[Setting, Figure]] = {}
-    for key in sorted(grouped):
-        by_status = grouped[key]
-        status = next(s for s in STATUS_ORDER if s in by_status)
-        figures[key] = {
-            setting: _figure(site, key[0], key[1], setting, status, measured, columns)
-            for setting, measured in sorted(by_status[status].items(), key=lambda kv: kv[0].sort_key())
-        }
+        figures[(recipe, metric, setting.open_loop)][setting] = _figure(site, recipe, metric, setting, run)
+    for by_setting in figures.values():
+        ordered = sorted(by_setting.items(), key=lambda kv: kv[0].sort_key())
+        by_setting.clear()
+        by_setting.update(ordered)
     findings: dict[tuple[str, str], tuple[FindingRef, ...]] = {}
     for recipe in sorted({k[0] for k in figures}):
         refs: dict[str, list[FindingRef]] = defaultdict(list)
@@ -307,25 +329,25 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
         for metric, found in refs.items():
             findings[(recipe, metric)] = tuple(found)
     titles = {slug: site.recipes[slug].meta.title for slug in {k[0] for k in figures} if slug in site.recipes}
-    return HardwareFigures(hardware, site.hardware_name(hardware), titles, figures, findings)
+    return HardwareFigures(
+        hardware, site.hardware_name(hardware), titles, dict(sorted(figures.items())), findings
+    )
 
 
-def _figure(
-    site: Site,
-    recipe: str,
-    metric: str,
-    setting: Setting,
-    status: str,
-    measured: list[tuple[Any, float, int]],
-    columns: Mapping[str, list[Any]],
-) -> Figure:
-    latest = max(run for run, _, _ in measured)
-    run = [(value, i) for key, value, i in measured if key == latest]
-    value = statistics.median(v for v, _ in run)
-    _, nearest = min(run, key=lambda vi: (abs(vi[0] - value), vi[1]))
-    parsed = site.row_files[columns["file_id"][nearest]]
-    row = f"{parsed.source.rel}:{parsed.line_of(columns['file_row'][nearest])}"
-    return Figure(recipe, metric, setting, value, columns["date"][nearest], status, row, len(measured))
+def _figure(site: Site, recipe: str, metric: str, setting: Setting, run: list[tuple[Any, ...]]) -> Figure:
+    """The figure of a setting's latest run: ``run`` holds its rows as the query selects them."""
+    at = 2 + len(DIMENSIONS)
+    tier, count = run[0][at], run[0][at + 1]
+    if len(run) == 1:
+        nearest = run[0]
+        value = nearest[at + 2]
+    else:
+        value = statistics.median(r[at + 2] for r in run)
+        nearest = min(run, key=lambda r: (abs(r[at + 2] - value), r[-1]))
+    date, file_id, file_row = nearest[at + 3 : at + 6]
+    parsed = site.row_files[file_id]
+    row = f"{parsed.source.rel}:{parsed.line_of(file_row)}"
+    return Figure(recipe, metric, setting, value, date, STATUS_ORDER[tier], row, count)
 
 
 def _log_distance(measured: float, asked: float) -> float:
@@ -366,9 +388,11 @@ def _asked_setting(query: Query) -> Setting | None:
     return Setting(prompt, output, query.context_tokens, query.concurrency, query.request_rate)
 
 
-def nearest(figures: Mapping[Setting, Figure], query: Query) -> tuple[Figure, bool]:
-    """The figure at the setting nearest the query, and whether it is the asked setting itself."""
-    asked = _asked_setting(query)
+def nearest(
+    figures: Mapping[Setting, Figure], query: Query, asked: Setting | None = None
+) -> tuple[Figure, bool]:
+    """The figure at the setting nearest the query, and whether it is the asked setting itself.
+    ``asked``: the query's one setting (:func:`_asked_setting`), when it has one."""
     if asked is not None:
         found = figures.get(asked)
         if found is not None:
@@ -385,11 +409,12 @@ def rank(figures: HardwareFigures, query: Query) -> list[Choice]:
     """The recipes for ``query``, best first (see the module's docstring for how)."""
     open_loop = query.request_rate is not None
     lower = query.metric in LOWER_IS_BETTER
+    asked = _asked_setting(query)
     out: list[Choice] = []
     for (recipe, metric, kind), by_setting in figures.figures.items():
         if metric != query.metric or kind != open_loop:
             continue
-        figure, exact = nearest(by_setting, query)
+        figure, exact = nearest(by_setting, query, asked)
         out.append(
             Choice(
                 figure,

@@ -5,8 +5,8 @@
   links to the hardware pages.
 - ``choose/<hardware>/index.html``: at each measured setting, for each metric measured there, the
   recipes measured at that setting ranked (the first :data:`PAGE_TOP`; the chooser has them all).
-- ``choose/<hardware>/rankings.json``: every ranking of :func:`builder.site.choose.rankings`,
-  figures listed once.
+- ``choose/<hardware>/rankings.json``: every ranking of :func:`builder.site.choose.rankings`, its
+  first :data:`INDEX_TOP` recipes, figures listed once.
 
 All of them are ranked by :func:`builder.site.choose.rank`, as ``python -m builder choose`` is.
 """
@@ -32,6 +32,8 @@ from builder.site.context import PageJob, RenderContext
 
 PAGE_TOP = 10
 """Recipes shown per ranking on a hardware page (a page stays within the size budget)."""
+INDEX_TOP = 25
+"""Recipes per ranking in the chooser's index (it stays small; ``python -m builder choose`` lists all)."""
 
 STATUS_TEXT = {"matches": "matches", "not_recorded": "not recorded", "differs": "differs"}
 
@@ -50,7 +52,7 @@ def rankings_json(figures: HardwareFigures, ranked_all: Ranked) -> bytes:
     ranked: dict[str, dict[str, list[list[int]]]] = {}
     for setting, metric, choices in ranked_all:
         entries = []
-        for choice in choices:
+        for choice in choices[:INDEX_TOP]:
             f = choice.figure
             if f not in figure_no:
                 figure_no[f] = len(figure_rows)
