@@ -57,6 +57,8 @@ def test_hardware_page_ranks_the_recipes_measured_at_each_setting(pages: dict[st
         "2,048-token prompt, context 0, concurrency 1",
         "8,192-token prompt, context 0, concurrency 1",
     ]
+    toc = [(a["href"], a.get_text()) for a in soup.select("nav.toc a")]
+    assert toc == [(f"#{s.h2['id']}", s.h2.get_text()) for s in sections if s.h2]
     at_2048 = sections[1]
     assert [h.get_text() for h in at_2048.find_all("h3")] == [
         "Decode tok/s per stream, higher is better",
