@@ -17,6 +17,9 @@
   var loaded = {};
   var index = null;
   var asked = 0;
+  /* The picks live in the address (?hardware=…&workload=…&metric=…), so an answer can be shared. */
+  var params = new URLSearchParams(location.search);
+  var wanted = { workload: params.get("workload"), metric: params.get("metric") };
 
   function el(tag, text, cls) {
     var node = document.createElement(tag);
@@ -80,13 +83,18 @@
       body.appendChild(tr);
     });
     tableBox.hidden = false;
+    var picked = new URLSearchParams();
+    picked.set("hardware", hwSelect.value);
+    picked.set("workload", index.settings[Number(settingSelect.value)]);
+    picked.set("metric", metricSelect.value);
+    history.replaceState(null, "", "?" + picked.toString());
     status.textContent = ranked.length + (ranked.length === 1 ? " recipe" : " recipes") + ", " + exact +
       " measured at this workload; " + (metric[3] ? "lower" : "higher") + " is better.";
   }
 
   function show(data) {
     index = data;
-    var keepSetting = settingSelect.options.length ? settingSelect.options[settingSelect.selectedIndex].text : null;
+    var keepSetting = settingSelect.options.length ? settingSelect.options[settingSelect.selectedIndex].text : wanted.workload;
     var settings = data.settings.map(function (text, i) { return [String(i), text]; });
     fill(settingSelect, settings, null);
     var kept = false;
@@ -99,7 +107,7 @@
         if (count > best) { best = count; settingSelect.value = s[0]; }
       });
     }
-    fill(metricSelect, data.metrics.map(function (m) { return [m[0], m[1] + " (" + m[2] + ")"]; }), metricSelect.value || null);
+    fill(metricSelect, data.metrics.map(function (m) { return [m[0], m[1] + " (" + m[2] + ")"]; }), metricSelect.value || wanted.metric);
     draw();
   }
 
@@ -121,6 +129,9 @@
   }
 
   box.hidden = false;
+  if (params.get("hardware")) {
+    Array.prototype.forEach.call(hwSelect.options, function (o) { if (o.value === params.get("hardware")) hwSelect.value = o.value; });
+  }
   hwSelect.addEventListener("change", load);
   settingSelect.addEventListener("change", draw);
   metricSelect.addEventListener("change", draw);

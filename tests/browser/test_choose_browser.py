@@ -75,6 +75,12 @@ def test_the_chooser_ranks_as_the_command_does(opened: Open, base_url: str, devi
     page.select_option("#choose-metric", "itl_ms")
     assert [row[2] for row in _table(page)] == ["9", "23.5"]
     assert "lower is better" in page.locator("#choose-status").inner_text()
+    # The picks are in the address: reopened, the page shows the same answer.
+    assert "metric=itl_ms" in page.url and "hardware=dgx-spark" in page.url
+    page.reload()
+    page.wait_for_selector("#choose-results tr")
+    assert page.locator("#choose-setting option:checked").inner_text() == AT_2048
+    assert [row[2] for row in _table(page)] == ["9", "23.5"]
     link = page.locator("#choose-results a").first
     link.click()
     page.wait_for_load_state()
