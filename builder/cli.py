@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "import": "Turn benchmark tool output into a validated row file.",
     "new": "Write a commented starting file for a recipe, case study or post.",
     "schema": "Export the JSON Schema of rows and front matter.",
+    "choose": "Rank the recipes on one hardware for a workload and metric, from their rows.",
     "diff": "Summarise what the working tree changes against a git revision, in markdown.",
 }
 

@@ -89,6 +89,10 @@ class TemplateError(BuilderError):
     """A jinja2 template failed to load or render."""
 
 
+class UsageError(BuilderError):
+    """A command asked for something the site does not have (an unknown hardware or metric): exit 2."""
+
+
 class OutputError(BuilderError):
     """The output folder cannot be written or is not ours to replace."""
 

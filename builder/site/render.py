@@ -7,7 +7,6 @@ build. ``render_site`` returns ``{relative path: bytes}``; :mod:`builder.engine.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,12 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import Markdown
 from builder.data.load import Site, today
 from builder.data.model_slugs import comparison_slugs
-from builder.site import content_summary, deps
+from builder.site import content_summary, deps, home
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.site.charts import page_data
+from builder.site.choose import known_hardware
+from builder.site.choose_pages import choose_page_jobs
 from builder.site.context import Assets, ContentSummary, Output, PageJob, RenderContext
 from builder.site.downloads import api_page_jobs
 from builder.site.faq import faq_jsonld, faq_page_jobs
@@ -193,22 +194,18 @@ def render_case_index(ctx: RenderContext) -> bytes:
     return ctx.page("case_studies.html", "case-studies/index.html", cases=cases)
 
 
-def recipe_groups(site: Site) -> list[tuple[str, list[tuple[str, list[Any]]]]]:
-    """Recipes grouped by base model, then hardware, both sorted."""
-    grouped: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
-    for slug in sorted(site.recipes):
-        recipe = site.recipes[slug]
-        grouped[recipe.meta.model][recipe.meta.hardware].append(recipe)
-    return [(model, [(hw, grouped[model][hw]) for hw in sorted(grouped[model])]) for model in sorted(grouped)]
-
-
 def render_index(ctx: RenderContext) -> bytes:
     findings_total, findings_open = ctx.recon.finding_counts()
+    hardware, models = home.model_table(ctx.site, ctx.comparisons)
     return ctx.page(
         "index.html",
         "index.html",
-        groups=recipe_groups(ctx.site),
-        comparison_urls={m: f"models/{s}/" for m, s in ctx.comparisons.items()},
+        choose_hardware=[(hw, ctx.site.hardware_name(hw)) for hw in known_hardware(ctx.site)],
+        recent=home.recent_files(ctx.site),
+        recent_findings=home.recent_open_findings(ctx.recon.findings) if findings_open else [],
+        table_hardware=hardware,
+        models=models,
+        recipes=ctx.site.recipes,
         posts=_sorted_posts(ctx)[:5],
         hardware_name=ctx.site.hardware_name,
         row_count=ctx.site.rows.num_rows,
@@ -218,11 +215,16 @@ def render_index(ctx: RenderContext) -> bytes:
     )
 
 
-def render_recipes_index(ctx: RenderContext) -> bytes:
+def render_recipes_index(ctx: RenderContext, number: int) -> bytes:
+    pages = home.list_pages(ctx.site)
     return ctx.page(
         "recipes.html",
-        "recipes/index.html",
-        groups=recipe_groups(ctx.site),
+        home.list_page_path(number),
+        groups=pages[number - 1].groups,
+        page_number=number,
+        page_urls=[home.list_page_url(n) for n in range(1, len(pages) + 1)],
+        group_anchor=home.group_anchor,
+        recipe_count=len(ctx.site.recipes),
         hardware_name=ctx.site.hardware_name,
         comparison_urls={m: f"models/{s}/" for m, s in ctx.comparisons.items()},
     )
@@ -247,10 +249,13 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
     site = ctx.site
     jobs: list[PageJob] = [
         ("index.html", deps.depends(lambda: render_index(ctx), deps.RECIPES, deps.POSTS, deps.ROWS)),
-        ("recipes/index.html", deps.depends(lambda: render_recipes_index(ctx), deps.RECIPES)),
         ("news/index.html", deps.depends(lambda: render_news_index(ctx), deps.POSTS)),
         ("case-studies/index.html", deps.depends(lambda: render_case_index(ctx), deps.CASE_STUDIES)),
         ("404.html", deps.depends(lambda: render_404(ctx))),
+    ]
+    jobs += [
+        (home.list_page_path(n), deps.depends(functools.partial(render_recipes_index, ctx, n), deps.RECIPES))
+        for n in range(1, home.page_count(site) + 1)
     ]
     jobs += [
         (
@@ -284,6 +289,7 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
     jobs += faq_page_jobs(ctx, summary) + index_page_jobs(ctx) + search_page_jobs(ctx, summary)
     jobs += api_page_jobs(ctx)
     jobs += findings_page_jobs(ctx)
+    jobs += choose_page_jobs(ctx)
     return jobs
 
 

@@ -31,6 +31,8 @@ PAGE_KINDS = {
     "engine": "engines/vllm/",
     "findings": "findings/",
     "api": "api/",
+    "choose": "choose/",
+    "choose-hardware": "choose/dgx-spark/",
     "not-found": "404.html",
 }
 

@@ -243,7 +243,9 @@ def test_comparison_is_linked_and_charted(built: Path) -> None:
     assert link is not None and link["href"] == "../../models/example-tiny/"
     assert _soup(built / "recipes/solo/index.html").select_one(".compare-link") is None
     index = _soup(built / "index.html")
-    assert [a["href"] for a in index.select(".compare-link a")] == ["models/example-tiny/"]
+    assert [a["href"] for a in index.select(".model-table tbody th a")] == ["models/example-tiny/"]
+    listing = _soup(built / "recipes/index.html")
+    assert [a["href"] for a in listing.select(".compare-link a")] == ["../models/example-tiny/"]
     page = _soup(built / "models/example-tiny/index.html")
     decode = chart_values(page)["chart-builds-decode_tok_s"]
     assert [(v["build"], v["value"]) for v in decode] == [("reference build", 40), ("fast build", 100)]

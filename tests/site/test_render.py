@@ -85,11 +85,28 @@ def test_case_study_links_arms(shipped: Path) -> None:
     assert "../../recipes/qwen3.6-35b-a3b-unsloth-nvfp4-fast/" in links
 
 
-def test_index_groups_recipes_by_model_and_hardware(shipped: Path) -> None:
+def test_index_leads_with_the_chooser_and_counts_recipes_by_model_and_hardware(shipped: Path) -> None:
     soup = _soup(shipped / "index.html")
-    groups = soup.select("section.model-group")
-    assert [g.h2.get_text() for g in groups if g.h2] == ["Qwen/Qwen3.6-35B-A3B"]
-    assert "NVIDIA DGX Spark" in groups[0].get_text()
+    lead = soup.select_one("main section")
+    assert lead is not None and lead.h2 is not None and "fastest" in lead.h2.get_text()
+    assert [a["href"] for a in lead.find_all("a")] == ["choose/", "choose/dgx-spark/"]
+    table = soup.select_one("table.model-table")
+    assert table is not None
+    assert [th.get_text() for th in table.select("thead th")] == ["Base model", "NVIDIA DGX Spark"]
+    (row,) = table.select("tbody tr")
+    assert row.th is not None and row.th.get_text() == "Qwen/Qwen3.6-35B-A3B"
+    cell = row.select_one("td a")
+    assert cell is not None and cell.get_text() == "4"
+    assert cell["href"] == "recipes/#g-qwen-qwen3-6-35b-a3b--dgx-spark"
+    listing = _soup(shipped / "recipes/index.html")
+    group = listing.find(id="g-qwen-qwen3-6-35b-a3b--dgx-spark")
+    assert group is not None and group.get_text() == "NVIDIA DGX Spark"
+    assert len(listing.select(".cards li")) == 4
+    assert not soup.select(".cards li")  # the home page lists no recipe cards
+    recent = [li.get_text(" ", strip=True) for li in soup.select("ul.recent")[0].find_all("li")]
+    assert recent[0].startswith("2026-07-27 : 4 rows of Qwen3.6 35B-A3B — NVIDIA NVFP4 on spark-01")
+    opened = soup.select("ul.recent")[1].get_text(" ", strip=True)
+    assert "Decode does not reproduce at 2,048-token prompt" in opened
     assert soup.find("a", href="news/nvfp4-qwen3.6-35b-a3b-dgx-spark/") is not None
 
 

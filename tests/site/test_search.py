@@ -136,7 +136,8 @@ def test_stand_ins_are_one_page_per_site_page_with_its_questions() -> None:
 
 
 def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
-    """Budget rule: JavaScript only where a chart is drawn, and search on the search page."""
+    """Budget rule: JavaScript only where a chart is drawn, search on the search page and the
+    chooser on /choose/."""
     for page in shipped.rglob("*.html"):
         soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
         scripts = [
@@ -147,6 +148,8 @@ def test_no_script_on_pages_without_charts_except_search(shipped: Path) -> None:
         rel = page.relative_to(shipped).as_posix()
         if rel == "search/index.html":
             assert len(scripts) == 1 and "static/search." in scripts[0]["src"]
+        elif rel == "choose/index.html":
+            assert len(scripts) == 1 and "static/choose." in scripts[0]["src"]
         elif not soup.select(".chart"):
             assert scripts == [], rel
     header = BeautifulSoup((shipped / "index.html").read_text(encoding="utf-8"), "html.parser").find(

@@ -1,0 +1,144 @@
+"""The home page and the recipe list, at any scale.
+
+The home page leads with the chooser and what changed lately (the newest row files, the newest
+open findings) and lists base models × hardware with their recipe counts, each linking to where the
+recipe list shows that group; it never lists every recipe. The recipe list is cut into pages of
+:data:`PER_PAGE` recipes: ``recipes/index.html``, then ``recipes/page/<n>/index.html``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder.content.markdown import slugify
+from builder.data.load import Recipe, Site
+
+PER_PAGE = 60
+"""Recipes per page of the recipe list."""
+RECENT_FILES = 6
+"""Row files the home page names under "what changed lately"."""
+RECENT_FINDINGS = 5
+"""Open findings the home page names."""
+
+
+def group_anchor(model: str, hardware: str) -> str:
+    return f"g-{slugify(model)}--{slugify(hardware)}"
+
+
+def list_page_path(number: int) -> str:
+    """Output path of the recipe list's page ``number`` (1-based)."""
+    return "recipes/index.html" if number == 1 else f"recipes/page/{number}/index.html"
+
+
+def list_page_url(number: int) -> str:
+    return list_page_path(number).removesuffix("index.html")
+
+
+@dataclass
+class ListPage:
+    """One page of the recipe list: groups of (model, [(hardware, recipes)]), in list order."""
+
+    number: int
+    groups: list[tuple[str, list[tuple[str, list[Recipe]]]]] = field(default_factory=list)
+
+
+def sorted_recipes(site: Site) -> list[Recipe]:
+    """Every recipe by base model, hardware and slug: the recipe list's order."""
+    return sorted(site.recipes.values(), key=lambda r: (r.meta.model, r.meta.hardware, r.slug))
+
+
+def list_pages(site: Site) -> list[ListPage]:
+    """The recipe list cut into pages; a group cut by a page break goes on on the next page."""
+    recipes = sorted_recipes(site)
+    pages: list[ListPage] = []
+    for start in range(0, max(len(recipes), 1), PER_PAGE):
+        page = ListPage(len(pages) + 1)
+        for recipe in recipes[start : start + PER_PAGE]:
+            model, hw = recipe.meta.model, recipe.meta.hardware
+            if not page.groups or page.groups[-1][0] != model:
+                page.groups.append((model, []))
+            by_hw = page.groups[-1][1]
+            if not by_hw or by_hw[-1][0] != hw:
+                by_hw.append((hw, []))
+            by_hw[-1][1].append(recipe)
+        pages.append(page)
+    return pages
+
+
+def page_count(site: Site) -> int:
+    return max(1, -(-len(site.recipes) // PER_PAGE))
+
+
+@dataclass(frozen=True)
+class ModelRow:
+    """A base model on the home page: its recipes per hardware, each linking into the recipe list."""
+
+    model: str
+    comparison: str | None
+    cells: list[tuple[int, str] | None]
+    """Per hardware column: (recipes, URL of their group in the recipe list), or None."""
+    total: int
+
+
+def model_table(site: Site, comparisons: dict[str, str]) -> tuple[list[str], list[ModelRow]]:
+    """(hardware ids with recipes, one row per base model)."""
+    recipes = sorted_recipes(site)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    where: dict[tuple[str, str], str] = {}
+    for position, recipe in enumerate(recipes):
+        key = (recipe.meta.model, recipe.meta.hardware)
+        counts[key] += 1
+        if key not in where:
+            where[key] = f"{list_page_url(position // PER_PAGE + 1)}#{group_anchor(*key)}"
+    hardware = sorted({hw for _, hw in counts})
+    rows = []
+    for model in sorted({m for m, _ in counts}):
+        cells: list[tuple[int, str] | None] = [
+            (counts[(model, hw)], where[(model, hw)]) if (model, hw) in counts else None for hw in hardware
+        ]
+        rows.append(ModelRow(model, comparisons.get(model), cells, sum(c[0] for c in cells if c)))
+    return hardware, rows
+
+
+@dataclass(frozen=True)
+class RecentFile:
+    """A row file among the newest: its rows' latest date, recipe, node and how many rows."""
+
+    date: dt.date
+    recipe: str
+    node: str
+    rows: int
+    path: str
+
+
+def recent_files(site: Site, limit: int = RECENT_FILES) -> list[RecentFile]:
+    """The newest row files by their latest row date (then path), one entry per recipe in a file."""
+    if not site.rows.num_rows:
+        return []
+    grouped = (
+        site.rows.select(["file_id", "recipe", "node", "date"])
+        .group_by(["file_id", "recipe"])
+        .aggregate([("date", "max"), ("node", "min"), ("date", "count")])
+    )
+    entries = [
+        RecentFile(date, recipe, node, count, site.row_files[file_id].source.rel)
+        for file_id, recipe, date, node, count in zip(
+            grouped.column("file_id").to_pylist(),
+            grouped.column("recipe").to_pylist(),
+            grouped.column("date_max").to_pylist(),
+            grouped.column("node_min").to_pylist(),
+            grouped.column("date_count").to_pylist(),
+            strict=True,
+        )
+    ]
+    entries.sort(key=lambda e: (-e.date.toordinal(), e.path, e.recipe))
+    return entries[:limit]
+
+
+def recent_open_findings(findings: list[Any], limit: int = RECENT_FINDINGS) -> list[Any]:
+    """The newest open findings (by the latest date of their runs, then id)."""
+    opened = [f for f in findings if f.is_open]
+    return sorted(opened, key=lambda f: (-f.date.toordinal(), f.id))[:limit]

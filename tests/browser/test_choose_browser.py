@@ -1,0 +1,116 @@
+"""/choose/ in a real browser: the chooser with JavaScript, the hardware pages without, phone and desktop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from builder.config import load_config
+from builder.engine.pipeline import load_and_reconcile
+from builder.site.choose import Query, choose
+from tests.conftest import REPO
+
+DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 900}}
+PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+AT_2048 = "2,048-token prompt, context 0, concurrency 1"
+
+Open = Callable[..., tuple[Any, list[str]]]
+
+
+@pytest.fixture
+def opened(browser: Any, base_url: str) -> Iterator[Open]:
+    contexts: list[Any] = []
+
+    def open_page(**options: Any) -> tuple[Any, list[str]]:
+        context = browser.new_context(**options)
+        contexts.append(context)
+        problems: list[str] = []
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(base_url)
+                else (problems.append(route.request.url), route.abort())
+            ),
+        )
+        page = context.new_page()
+        page.on("console", lambda msg: problems.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: problems.append(str(exc)))
+        return page, problems
+
+    yield open_page
+    for context in contexts:
+        context.close()
+
+
+def _table(page: Any) -> list[list[str]]:
+    return page.evaluate(
+        """() => [...document.querySelectorAll('#choose-results tr')].map(
+            tr => [...tr.querySelectorAll('td')].map(td => td.textContent))"""
+    )
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_the_chooser_ranks_as_the_command_does(opened: Open, base_url: str, device: str) -> None:
+    page, problems = opened(**(DESKTOP if device == "desktop" else PHONE))
+    page.goto(base_url + "choose/")
+    assert page.locator("#chooser").is_visible()
+    page.select_option("#choose-hw", "dgx-spark")
+    page.select_option("#choose-setting", label=AT_2048)
+    page.select_option("#choose-metric", "decode_tok_s")
+    page.wait_for_selector("#choose-results tr")
+    rows = _table(page)
+    loaded = load_and_reconcile(load_config(REPO))
+    assert loaded.recon is not None
+    expected = choose(loaded.site, loaded.recon, Query("dgx-spark", prompt_tokens=2048))
+    assert [row[1] for row in rows] == [c.title for c in expected]
+    assert rows[0][:3] == ["1", "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
+    assert rows[1][2:5] == ["42.6", "2026-07-27", "matches"]
+    assert rows[1][5] == "1"  # the open finding
+    assert rows[1][6] == "data/rows/qwen3.6-35b-a3b-nvidia-nvfp4/2026-07-27-spark-01.csv:3"
+    assert ["nearest setting" in row[3] for row in rows] == [not c.exact for c in expected]
+    # A latency: lower first.
+    page.select_option("#choose-metric", "itl_ms")
+    assert [row[2] for row in _table(page)] == ["9", "23.5"]
+    assert "lower is better" in page.locator("#choose-status").inner_text()
+    # The picks are in the address: reopened, the page shows the same answer.
+    assert "metric=itl_ms" in page.url and "hardware=dgx-spark" in page.url
+    page.reload()
+    page.wait_for_selector("#choose-results tr")
+    assert page.locator("#choose-setting option:checked").inner_text() == AT_2048
+    assert [row[2] for row in _table(page)] == ["9", "23.5"]
+    link = page.locator("#choose-results a").first
+    link.click()
+    page.wait_for_load_state()
+    assert page.url.endswith("recipes/qwen3.6-35b-a3b-unsloth-nvfp4-fast/")
+    if device == "phone":
+        page.go_back()
+        page.wait_for_selector("#chooser:not([hidden])")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert problems == []
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_without_javascript_each_hardware_page_ranks_at_every_setting(
+    opened: Open, base_url: str, device: str
+) -> None:
+    page, problems = opened(java_script_enabled=False, **(DESKTOP if device == "desktop" else PHONE))
+    page.goto(base_url)
+    page.click("main a[href='choose/']")
+    assert page.url == base_url + "choose/"
+    assert not page.locator("#chooser").is_visible()  # the form needs the script
+    page.click("main a[href='../choose/dgx-spark/'], main a[href='dgx-spark/']")
+    assert page.url == base_url + "choose/dgx-spark/"
+    headings = page.locator("main h2").all_inner_texts()
+    assert headings[0] == "512-token prompt, context 0, concurrency 1"
+    assert AT_2048 in headings
+    section = page.locator("section.choose-setting", has=page.locator(f"h2:text-is('{AT_2048}')"))
+    first = section.locator("table").first.locator("tbody tr")
+    assert first.count() == 2
+    assert first.nth(0).inner_text().split("\t")[1:3] == ["Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= (390 if device == "phone" else 1280)
+    page.goto(base_url + "hardware/dgx-spark/")
+    assert page.locator("main a[href='../../choose/dgx-spark/']").count() == 1
+    assert problems == []
