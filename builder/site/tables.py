@@ -12,12 +12,16 @@ heads, captions and wrappers stay in the templates (``partials/row_table.html``,
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from markupsafe import Markup
 
+from builder.content.models import RecipeMeta
 from builder.site.formats import fmt_number
+from builder.site.reproduce import Reproduction, reproduce
 
 
 def _esc(text: str) -> str:
@@ -58,38 +62,97 @@ def chart_rows(chart: Any) -> Markup:
 
 
 def _status_cell(st: Any) -> str:
+    """The status badge; what differs or is not recorded behind a disclosure, so the row stays short."""
     if st.status == "matches":
-        return '<span class="badge ok">matches recipe</span>'
+        return '<span class="badge ok">matches<span class="visually-hidden"> recipe</span></span>'
     if st.status == "differs":
         items = "".join(
             f"<li><code>{_esc(d.field)}</code>: {_esc(d.row_value)} "
             f'<span class="muted">(recipe: {_esc(d.recipe_value)})</span></li>'
             for d in st.differences
         )
-        return f'<span class="badge warn">differs</span><ul class="diffs">{items}</ul>'
+        return (
+            '<details class="row-more"><summary><span class="badge warn">differs</span></summary>'
+            f'<div class="row-more-body"><ul class="diffs">{items}</ul></div></details>'
+        )
     return (
-        '<span class="badge muted">not recorded</span> '
-        f'<span class="muted small">{_esc(", ".join(st.unrecorded))}</span>'
+        '<details class="row-more"><summary><span class="badge muted">not recorded</span></summary>'
+        f'<div class="row-more-body"><p class="small">{_esc(", ".join(st.unrecorded))}</p></div></details>'
     )
 
 
-def _notes_cell(r: Mapping[str, Any]) -> str:
+_URL = re.compile(r"https?://[^\s<>\"'`]+")
+SOURCE_LABEL = 28
+"""Longest source label shown in the table (characters); the whole source is in the notes."""
+
+
+def source_label(source: str) -> tuple[str, str | None]:
+    """A short label for a row's source, and the link it makes: a URL's host (``github.com``), or the
+    text up to its first comma, cut at a word to :data:`SOURCE_LABEL` characters."""
+    found = _URL.search(source)
+    if found is not None:
+        url = found.group(0).rstrip(".,;:)]")
+        try:
+            host = urlsplit(url).hostname or url
+        except ValueError:  # a malformed host ("http://[x"): the URL is still the link
+            host = url
+        return host.removeprefix("www."), url
+    head = source.split(",", 1)[0].strip() or source.strip()
+    if len(head) > SOURCE_LABEL:
+        cut = head[: SOURCE_LABEL - 1]
+        head = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
+    return head, None
+
+
+def _source_cell(source: str | None) -> str:
+    if not source:
+        return '<span class="muted">not recorded</span>'
+    label, url = source_label(source)
+    if url is not None:
+        return f'<a href="{_esc(url)}">{_esc(label)}</a>'
+    return _esc(label)
+
+
+def _notes_body(r: Mapping[str, Any]) -> str:
     parts = []
     if r["source"]:
-        parts.append(f'<span class="source">{_esc(r["source"])}</span>')
+        parts.append(f'<p class="small"><strong>Source:</strong> {_esc(r["source"])}</p>')
+    if r["engine_build"]:
+        parts.append(
+            f'<p class="small"><strong>Engine build:</strong> <code>{_esc(r["engine_build"])}</code></p>'
+        )
     if r["harness"]:
-        parts.append(f'<br><span class="muted small">harness: {_esc(r["harness"])}</span>')
+        parts.append(f'<p class="small"><strong>Harness:</strong> {_esc(r["harness"])}</p>')
     if r["contributor"]:
-        parts.append(f'<br><span class="muted small">by {_esc(r["contributor"])}</span>')
+        parts.append(f'<p class="small"><strong>By:</strong> {_esc(r["contributor"])}</p>')
     if r["notes"]:
         parts.append(f'<p class="small">{_esc(r["notes"])}</p>')
     return "".join(parts)
 
 
+def _reproduce_body(rep: Reproduction) -> str:
+    notes = "".join(f"<li>{_esc(note)}</li>" for note in rep.notes)
+    body = f'<ul class="small">{notes}</ul>' if notes else ""
+    body += (
+        '<p class="small">Serve:</p>'
+        f'<pre class="cmd"><code>{_esc(rep.serve)}</code></pre>'
+        f'<p class="small">Benchmark ({_esc(rep.tool)}):</p>'
+        f'<pre class="cmd"><code>{_esc(rep.harness)}</code></pre>'
+    )
+    if rep.import_line:
+        body += (
+            '<p class="small">Turn the result into a row file:</p>'
+            f'<pre class="cmd"><code>{_esc(rep.import_line)}</code></pre>'
+        )
+    return body
+
+
 def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
     engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
-    if r["engine_build"]:
-        engine += f"<br><code>{_esc(r['engine_build'])}</code>"
+    build = r["engine_build"]
+    if build:
+        short = build if len(build) <= 14 else build[:13] + "…"
+        engine += f'<br><code class="build">{_esc(short)}</code>'
     return engine
 
 
@@ -98,19 +161,24 @@ def row_table_rows(
     statuses: Mapping[int, Any],
     anchors: Mapping[int, str],
     marked: Collection[int],
-    default_engine: str,
+    meta: RecipeMeta,
+    slug: str,
 ) -> Markup:
     """``<tr>`` per row of a recipe's results table, newest first as given.
 
-    Cells that repeat from row to row (status, engine, notes: a run's rows share them) are built
-    once per distinct value.
+    A row stays one or two lines high: the source is a short label (a link for a URL), and the
+    notes and the commands that reproduce the row (:func:`builder.site.reproduce.reproduce`) sit
+    behind disclosures. Cells that repeat from row to row (status, engine, notes: a run's rows share
+    them) are built once per distinct value.
     """
     num = fmt_number
     marked = set(marked)
+    default_engine = meta.engine
     out = []
     status_html: dict[int, str] = {}  # statuses are shared objects: render each once
     engines: dict[tuple[Any, ...], str] = {}
     notes: dict[tuple[Any, ...], str] = {}
+    sources: dict[Any, str] = {}
     texts: dict[str, str] = {}
     dates: dict[Any, str] = {}
     for r in rows:
@@ -126,10 +194,19 @@ def row_table_rows(
         engine = engines.get(engine_key)
         if engine is None:
             engine = engines[engine_key] = _engine_cell(r, default_engine)
-        notes_key = (r["source"], r["harness"], r["contributor"], r["notes"])
+        notes_key = (r["source"], r["engine_build"], r["harness"], r["contributor"], r["notes"])
         note = notes.get(notes_key)
         if note is None:
-            note = notes[notes_key] = _notes_cell(r)
+            body = _notes_body(r)
+            note = notes[notes_key] = (
+                '<details class="row-more" name="{group}"><summary>Notes</summary>'
+                f'<div class="row-more-body">{body}</div></details>'
+                if body
+                else ""
+            )
+        source = sources.get(r["source"])
+        if source is None:
+            source = sources[r["source"]] = _source_cell(r["source"])
         node = texts.get(r["node"])
         if node is None:
             node = texts[r["node"]] = _esc(r["node"])
@@ -138,22 +215,29 @@ def row_table_rows(
             if r["prompt_tokens"] is None
             else num(r["prompt_tokens"])
         )
+        rep = reproduce(meta, slug, r)
+        anchor = _esc(anchors[row_id])
+        group = f"more-{anchor}"  # one of a row's two disclosures open at a time
         css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
+        concurrency = r["concurrency"]
         out.append(
-            f'<tr class="{css}" id="{_esc(anchors[row_id])}">'
+            f'<tr class="{css}" id="{anchor}">'
             f'<td><time datetime="{date}">{date}</time></td>'
             f"<td>{node}</td>"
             f"<td>{engine}</td>"
             f'<td class="n">{prompt}</td>'
             f'<td class="n">{num(r["context_tokens"])}</td>'
-            f'<td class="n">{int(r["concurrency"])}</td>'
+            f'<td class="n">{"" if concurrency is None else int(concurrency)}</td>'
             f'<td class="n">{num(r["decode_tok_s"])}</td>'
             f'<td class="n">{num(r["aggregate_tok_s"])}</td>'
             f'<td class="n">{num(r["prefill_tok_s"])}</td>'
             f'<td class="n">{num(r["ttft_ms"])}</td>'
             f'<td class="n">{num(r["itl_ms"])}</td>'
-            f"<td>{cell}</td>"
-            f'<td class="notes">{note}</td>'
+            f'<td class="status">{cell}</td>'
+            f'<td class="source">{source}</td>'
+            f'<td class="notes">{note.replace("{group}", group)}'
+            f'<details class="row-more reproduce" name="{group}"><summary>Reproduce</summary>'
+            f'<div class="row-more-body">{_reproduce_body(rep)}</div></details></td>'
             "</tr>\n"
         )
     return Markup("".join(out))

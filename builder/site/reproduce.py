@@ -1,0 +1,335 @@
+"""How to reproduce one row: the serve command, the harness command and the import line.
+
+:func:`reproduce` takes a recipe's front matter and one row (the row's fields, as pages and the
+downloads see them) and returns three shell commands: the server as the row ran it (its own engine,
+version, flags and environment, not the recipe's when they differ), the benchmark that measures the
+row's setting, and the ``python -m builder import`` line that turns the benchmark's output into a row
+file. Every value that comes from data is quoted with ``shlex.quote``; values shown in a comment go
+through :func:`_comment`, so no cell can end a comment or a quote and become a command. What the row
+does not record is left out of the commands and said in ``notes``, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from builder.content.models import RecipeMeta
+
+IMPORT_FORMATS: dict[str, str] = {"vllm bench serve": "vllm-bench", "llama-benchy": "llama-benchy"}
+"""Harness (as a row's ``harness`` starts) to the ``import --from`` format that reads its output; kept
+equal to :data:`builder.importers.FORMATS` by a test."""
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The three commands that reproduce a row, and what they cannot say."""
+
+    serve: str
+    """The server as the row ran it."""
+    harness: str
+    """The benchmark at the row's setting."""
+    import_line: str
+    """The ``python -m builder import`` line for the benchmark's output; empty when no importer reads it."""
+    notes: tuple[str, ...]
+    """What the row does not record, and where the commands depart from it because of that."""
+    tool: str
+    """The benchmark tool (``vllm bench serve``, ``llama-benchy``...)."""
+
+    def text(self) -> str:
+        """All of it as one shell script: notes as comments, then the commands."""
+        parts = [f"# {_comment(note)}" for note in self.notes]
+        parts += ["# 1. serve", self.serve, "# 2. benchmark", self.harness]
+        parts.append("# 3. import the result as a row file")
+        parts.append(self.import_line or "# no importer reads this tool's output yet")
+        return "\n".join(parts) + "\n"
+
+
+def _comment(text: str) -> str:
+    """``text`` safe inside a shell comment: on one line, control characters escaped as JSON does."""
+    if any(not ch.isprintable() for ch in text):
+        return json.dumps(text, ensure_ascii=False)[1:-1]
+    return text
+
+
+def _q(value: Any) -> str:
+    return shlex.quote(str(value))
+
+
+def _number(value: float) -> str:
+    """A rate as the tools take it: ``inf``, or the shortest exact decimal (``1.5``, ``10``)."""
+    if math.isinf(value):
+        return "inf"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _words(text: str) -> list[str] | None:
+    """Shell words of a flags or env string; ``None`` when it cannot be split."""
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        return None
+
+
+def _flag_lines(words: list[str]) -> list[str]:
+    """One flag and its values per line, each word quoted."""
+    lines: list[list[str]] = []
+    for word in words:
+        starts = word.startswith("-") and word != "-" and not word.lstrip("-").replace(".", "").isdigit()
+        if starts or not lines:
+            lines.append([])
+        lines[-1].append(_q(word))
+    return [" ".join(line) for line in lines]
+
+
+def _is_hub_id(checkpoint: str) -> bool:
+    parts = checkpoint.split("/")
+    return len(parts) == 2 and all(p and " " not in p for p in parts)
+
+
+def _engine_kind(engine: str) -> str:
+    name = engine.lower().replace("_", "-").replace(" ", "")
+    if name in ("llama.cpp", "llamacpp", "llama-cpp", "llama-server"):
+        return "llama.cpp"
+    return name
+
+
+def _tool(harness: str | None, engine: str) -> str:
+    """The benchmark tool: the row's harness, else the engine's own benchmark."""
+    if harness:
+        lowered = harness.lower()
+        for name in ("vllm bench serve", "llama-benchy", "llama-bench", "sglang", "guidellm", "aiperf"):
+            if lowered.startswith(name) or (name == "sglang" and "bench_serving" in lowered):
+                return "sglang bench_serving" if name == "sglang" else name
+        return harness
+    return {"vllm": "vllm bench serve", "sglang": "sglang bench_serving", "llama.cpp": "llama-bench"}.get(
+        _engine_kind(engine), "vllm bench serve"
+    )
+
+
+def _serve(meta: RecipeMeta, row: Mapping[str, Any], engine: str, notes: list[str]) -> str:
+    version = str(row.get("engine_version") or "unknown")
+    build = row.get("engine_build")
+    head = f"# {_comment(engine)} {_comment(version)}"
+    head += f", build {_comment(str(build))}" if build else ", build not recorded"
+    if version == "unknown":
+        notes.append("The row does not record its engine version.")
+    flags = row.get("flags")
+    if flags is None:
+        flags = meta.flags
+        notes.append(
+            "The row does not record its serve flags: the serve command has the recipe's."
+            if flags.strip()
+            else "Neither the row nor the recipe records serve flags."
+        )
+    env_text = row.get("env")
+    env: list[str] | None
+    if env_text is None:
+        env = [f"{name}={value}" for name, value in sorted(meta.env.items())]
+        if env:
+            notes.append("The row does not record its environment: the serve command has the recipe's.")
+    else:
+        env = _words(env_text)
+    lines = [head]
+    if env is None:
+        notes.append(f"The row's environment cannot be split into NAME=value words: {env_text}")
+    else:
+        for item in env:
+            name, _, value = item.partition("=")
+            lines.append(f"{name}={_q(value)} \\" if name.isidentifier() else f"{_q(item)} \\")
+    checkpoint = meta.checkpoint if _is_hub_id(meta.checkpoint) else "<repository id not recorded>"
+    if checkpoint != meta.checkpoint:
+        notes.append(f"The recipe gives no repository id for its checkpoint ({meta.checkpoint}).")
+    kind = _engine_kind(engine)
+    program = {
+        "vllm": "vllm serve",
+        "sglang": "python -m sglang.launch_server --model-path",
+        "llama.cpp": "llama-server -hf",
+    }.get(kind, f"{_q(engine)} serve")
+    words = _words(flags)
+    if words is None:
+        notes.append(f"The serve flags cannot be split into shell words: {flags}")
+        words = []
+    command = [f"{program} {_q(checkpoint)}", *_flag_lines(words)]
+    lines.append(" \\\n  ".join(command))
+    return "\n".join(lines)
+
+
+_PORTS = {"vllm": 8000, "sglang": 30000, "llama.cpp": 8080}
+"""Where each engine's server listens by default: the benchmark is pointed there."""
+
+
+@dataclass(frozen=True)
+class _Setting:
+    prompt: int | None
+    output: int | None
+    context: int
+    concurrency: int | None
+    rate: float | None
+    burstiness: float | None
+    repetitions: int | None
+
+    def stem(self, slug: str) -> str:
+        parts = [slug, f"p{self.prompt}" if self.prompt else "p-unknown"]
+        if self.output:
+            parts.append(f"o{self.output}")
+        if self.context:
+            parts.append(f"d{self.context}")
+        if self.concurrency:
+            parts.append(f"c{self.concurrency}")
+        if self.rate is not None:
+            parts.append(f"r{_number(self.rate)}")
+        return "-".join(parts)
+
+
+def _setting(row: Mapping[str, Any]) -> _Setting:
+    prompt = row.get("prompt_tokens")
+    return _Setting(
+        prompt if isinstance(prompt, int) else None,
+        row.get("output_tokens"),
+        row.get("context_tokens") or 0,
+        row.get("concurrency"),
+        row.get("request_rate"),
+        row.get("burstiness"),
+        row.get("repetitions"),
+    )
+
+
+def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
+    """The options that set the load: prompt and output lengths, concurrency, rate (vLLM and SGLang)."""
+    out = []
+    if s.prompt is not None:
+        out.append(f"--random-input-len {s.prompt}")
+    else:
+        notes.append(f"The row does not record its prompt length: {tool} uses its default.")
+    if s.output is not None:
+        out.append(f"--random-output-len {s.output}")
+    else:
+        notes.append(f"The row does not record its output length: {tool} uses its default.")
+    if s.concurrency is not None:
+        out.append(f"--max-concurrency {s.concurrency}")
+    if s.rate is not None:
+        out.append(f"--request-rate {_number(s.rate)}")
+        if s.burstiness is not None:
+            out.append(f"--burstiness {_number(s.burstiness)}")
+    if s.context:
+        notes.append(
+            f"The row was measured {s.context:,} tokens deep into a context, which {tool} cannot set "
+            "(llama-benchy's --depth can): the benchmark measures it at depth 0."
+        )
+    return out
+
+
+def _harness(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any], tool: str, s: _Setting, notes: list[str]
+) -> tuple[str, str | None]:
+    """The benchmark command and the file it writes (``None``: the tool prints to standard output)."""
+    model = _q(meta.checkpoint)
+    served = f" --served-model-name {_q(meta.served_model)}" if meta.served_model else ""
+    stem = s.stem(slug)
+    port = _PORTS.get(_engine_kind(str(row.get("engine") or meta.engine)), 8000)
+    if tool == "vllm bench serve":
+        out = f"{stem}.json"
+        metadata = [f"node={row['node']}"]
+        version = row.get("engine_version")
+        if version and version != "unknown":
+            metadata.append(f"engine_version={version}")
+        if row.get("engine_build"):
+            metadata.append(f"engine_build={row['engine_build']}")
+        lines = [
+            f"vllm bench serve --model {model}{served}" + (f" --port {port}" if port != 8000 else ""),
+            "--dataset-name random --ignore-eos",
+            *_load_options(s, tool, notes),
+            f"--save-result --result-filename {_q(out)}",
+            "--metadata " + " ".join(_q(item) for item in metadata),
+        ]
+        return " \\\n  ".join(lines), out
+    if tool == "sglang bench_serving":
+        out = f"{stem}.jsonl"
+        lines = [
+            "python -m sglang.bench_serving --backend sglang",
+            f"--model {model}",
+            "--dataset-name random --random-range-ratio 1",
+            *_load_options(s, tool, notes),
+            f"--output-file {_q(out)}",
+        ]
+        return " \\\n  ".join(lines), out
+    if tool == "llama-bench":
+        out = f"{stem}.json"
+        lines = [f"llama-bench -m {_q('<the GGUF file of ' + meta.checkpoint + '>')}"]
+        if s.prompt is not None:
+            lines.append(f"-p {s.prompt}")
+        if s.output is not None:
+            lines.append(f"-n {s.output}")
+        if s.context:
+            lines.append(f"-d {s.context}")
+        if s.repetitions:
+            lines.append(f"-r {s.repetitions}")
+        if (s.concurrency or 1) > 1 or s.rate is not None:
+            notes.append("llama-bench runs one stream: it cannot measure the row's concurrency or rate.")
+        lines.append(f"-o json > {_q(out)}")
+        return " \\\n  ".join(lines), out
+    if tool == "llama-benchy":
+        out = f"{stem}.json"
+        lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
+        if s.prompt is not None:
+            lines.append(f"--pp {s.prompt}")
+        else:
+            notes.append("The row does not record its prompt length: llama-benchy uses its default.")
+        if s.output is not None:
+            lines.append(f"--tg {s.output}")
+        else:
+            notes.append("The row does not record its output length: llama-benchy uses its default.")
+        lines.append(f"--depth {s.context}")
+        lines.append(f"--concurrency {s.concurrency or 1}")
+        if s.repetitions:
+            lines.append(f"--runs {s.repetitions}")
+        if s.rate is not None:
+            notes.append("llama-benchy runs closed-loop: it cannot set the row's request rate.")
+        lines.append(f"--format json --save-result {_q(out)}")
+        return " \\\n  ".join(lines), out
+    notes.append(f"The site has no command for the row's harness ({tool}): run it at the setting above.")
+    return f"# {_comment(tool)}: {_comment(s.stem(slug))}", None
+
+
+def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str | None, notes: list[str]) -> str:
+    fmt = next((f for name, f in IMPORT_FORMATS.items() if tool == name), None)
+    if fmt is None or out is None:
+        notes.append(f"No importer reads {tool} output yet: write the row file by hand (CONTRIBUTING.md).")
+        return ""
+    words = [
+        f"python -m builder import --from {fmt} {_q(out)}",
+        f"--recipe {_q(slug)}",
+        f"--node {_q(row['node'])}",
+    ]
+    version = row.get("engine_version")
+    if fmt != "vllm-bench":  # vllm bench serve records them through --metadata
+        if version and version != "unknown":
+            words.append(f"--engine-version {_q(version)}")
+        if row.get("engine_build"):
+            words.append(f"--engine-build {_q(row['engine_build'])}")
+    if row.get("flags") is not None:
+        words.append(f"--flags {_q(row['flags'])}")
+    if row.get("env") is not None:
+        words.append(f"--env {_q(row['env'])}")
+    if not version or version == "unknown":
+        notes.append("Pass the engine version you run to import with --engine-version V.")
+    return " \\\n  ".join(words)
+
+
+def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproduction:
+    """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
+    notes: list[str] = []
+    engine = str(row.get("engine") or meta.engine)
+    tool = _tool(row.get("harness"), engine)
+    if not row.get("harness"):
+        notes.append(f"The row does not record its benchmark tool: the commands use {tool}, {engine}'s own.")
+    serve = _serve(meta, row, engine, notes)
+    setting = _setting(row)
+    harness, out = _harness(meta, slug, row, tool, setting, notes)
+    import_line = _import_line(slug, row, tool, out, notes)
+    return Reproduction(serve, harness, import_line, tuple(dict.fromkeys(notes)), tool)
