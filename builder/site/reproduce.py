@@ -16,9 +16,15 @@ import math
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
+from builder.content.flags import FlagSyntaxError, parse_env
 from builder.content.models import RecipeMeta
+
+if TYPE_CHECKING:
+    from builder.data.load import Site
 
 IMPORT_FORMATS: dict[str, str] = {"vllm bench serve": "vllm-bench", "llama-benchy": "llama-benchy"}
 """Harness (as a row's ``harness`` starts) to the ``import --from`` format that reads its output; kept
@@ -127,20 +133,19 @@ def _serve(meta: RecipeMeta, row: Mapping[str, Any], engine: str, notes: list[st
             else "Neither the row nor the recipe records serve flags."
         )
     env_text = row.get("env")
-    env: list[str] | None
+    env: dict[str, str] | None
     if env_text is None:
-        env = [f"{name}={value}" for name, value in sorted(meta.env.items())]
+        env = dict(meta.env)
         if env:
             notes.append("The row does not record its environment: the serve command has the recipe's.")
     else:
-        env = _words(env_text)
+        try:
+            env = parse_env(env_text)
+        except FlagSyntaxError:
+            env = None
+            notes.append(f"The row's environment cannot be read as NAME=value words: {env_text}")
     lines = [head]
-    if env is None:
-        notes.append(f"The row's environment cannot be split into NAME=value words: {env_text}")
-    else:
-        for item in env:
-            name, _, value = item.partition("=")
-            lines.append(f"{name}={_q(value)} \\" if name.isidentifier() else f"{_q(item)} \\")
+    lines += [f"{name}={_q(value)} \\" for name, value in sorted((env or {}).items())]
     checkpoint = meta.checkpoint if _is_hub_id(meta.checkpoint) else "<repository id not recorded>"
     if checkpoint != meta.checkpoint:
         notes.append(f"The recipe gives no repository id for its checkpoint ({meta.checkpoint}).")
@@ -333,3 +338,38 @@ def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproducti
     harness, out = _harness(meta, slug, row, tool, setting, notes)
     import_line = _import_line(slug, row, tool, out, notes)
     return Reproduction(serve, harness, import_line, tuple(dict.fromkeys(notes)), tool)
+
+
+class NoSuchRow(ValueError):
+    """``PATH:LINE`` names no row of the site (message ready for the user)."""
+
+
+def row_at(site: Site, rel: str, line: int) -> dict[str, Any]:
+    """The row that starts on ``line`` of the row file ``rel`` (relative to the site root), with its
+    fields as pages see them; :class:`NoSuchRow` says why there is none."""
+    file_id = next((i for i, f in enumerate(site.row_files) if f.source.rel == rel), None)
+    if file_id is None:
+        raise NoSuchRow(
+            f"{rel}: not a row file of the site (row files are data/rows/<recipe>/*.csv|jsonl|parquet)"
+        )
+    parsed = site.row_files[file_id]
+    mine = site.rows.filter(pc.equal(site.rows.column("file_id"), file_id))
+    starts = {parsed.line_of(r): i for i, r in enumerate(mine.column("file_row").to_pylist())}
+    if line not in starts:
+        if not starts:
+            raise NoSuchRow(f"{rel}: the file has no valid row (run: python -m builder check)")
+        lines = sorted(starts)
+        raise NoSuchRow(f"{rel}:{line}: no row starts on this line (rows start on lines {_ranges(lines)})")
+    row: dict[str, Any] = mine.slice(starts[line], 1).to_pylist()[0]
+    return row
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``2-5, 7, 9-10``."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
