@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     config = load_config(args.root)
     path = Path(where[0])
-    if path.is_absolute() or not (config.root / path).exists():
+    if path.is_absolute() or path.exists():  # a path the user can see from here
         try:
-            path = path.resolve().relative_to(config.root)
+            path = path.resolve().relative_to(config.root.resolve())
         except ValueError:
             print(f"reproduce: {where[0]}: not inside the site root {config.root}", file=sys.stderr)
             return 2

@@ -104,14 +104,20 @@ def _engine_kind(engine: str) -> str:
     return name
 
 
-def _tool(harness: str | None, engine: str) -> str:
-    """The benchmark tool: the row's harness, else the engine's own benchmark."""
-    if harness:
-        lowered = harness.lower()
-        for name in ("vllm bench serve", "llama-benchy", "llama-bench", "sglang", "guidellm", "aiperf"):
-            if lowered.startswith(name) or (name == "sglang" and "bench_serving" in lowered):
-                return "sglang bench_serving" if name == "sglang" else name
-        return harness
+_TOOLS = ("vllm bench serve", "llama-benchy", "llama-bench", "sglang bench_serving")
+"""The benchmark tools the site writes commands for (``llama-benchy`` before ``llama-bench``: a prefix)."""
+
+
+def _known_tool(harness: str) -> str | None:
+    """The tool a row's ``harness`` names, when the site writes commands for it."""
+    lowered = harness.lower()
+    if "bench_serving" in lowered and "sglang" in lowered:
+        return "sglang bench_serving"
+    return next((tool for tool in _TOOLS if lowered.startswith(tool)), None)
+
+
+def _own_tool(engine: str) -> str:
+    """The engine's own benchmark (vLLM's for an engine the site knows no benchmark of)."""
     return {"vllm": "vllm bench serve", "sglang": "sglang bench_serving", "llama.cpp": "llama-bench"}.get(
         _engine_kind(engine), "vllm bench serve"
     )
@@ -231,8 +237,8 @@ def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
 
 def _harness(
     meta: RecipeMeta, slug: str, row: Mapping[str, Any], tool: str, s: _Setting, notes: list[str]
-) -> tuple[str, str | None]:
-    """The benchmark command and the file it writes (``None``: the tool prints to standard output)."""
+) -> tuple[str, str]:
+    """The benchmark command and the file it writes."""
     model = _q(meta.checkpoint)
     served = f" --served-model-name {_q(meta.served_model)}" if meta.served_model else ""
     stem = s.stem(slug)
@@ -278,32 +284,30 @@ def _harness(
             notes.append("llama-bench runs one stream: it cannot measure the row's concurrency or rate.")
         lines.append(f"-o json > {_q(out)}")
         return " \\\n  ".join(lines), out
-    if tool == "llama-benchy":
-        out = f"{stem}.json"
-        lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
-        if s.prompt is not None:
-            lines.append(f"--pp {s.prompt}")
-        else:
-            notes.append("The row does not record its prompt length: llama-benchy uses its default.")
-        if s.output is not None:
-            lines.append(f"--tg {s.output}")
-        else:
-            notes.append("The row does not record its output length: llama-benchy uses its default.")
-        lines.append(f"--depth {s.context}")
-        lines.append(f"--concurrency {s.concurrency or 1}")
-        if s.repetitions:
-            lines.append(f"--runs {s.repetitions}")
-        if s.rate is not None:
-            notes.append("llama-benchy runs closed-loop: it cannot set the row's request rate.")
-        lines.append(f"--format json --save-result {_q(out)}")
-        return " \\\n  ".join(lines), out
-    notes.append(f"The site has no command for the row's harness ({tool}): run it at the setting above.")
-    return f"# {_comment(tool)}: {_comment(s.stem(slug))}", None
+    # llama-benchy, the last of _TOOLS
+    out = f"{stem}.json"
+    lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
+    if s.prompt is not None:
+        lines.append(f"--pp {s.prompt}")
+    else:
+        notes.append("The row does not record its prompt length: llama-benchy uses its default.")
+    if s.output is not None:
+        lines.append(f"--tg {s.output}")
+    else:
+        notes.append("The row does not record its output length: llama-benchy uses its default.")
+    lines.append(f"--depth {s.context}")
+    lines.append(f"--concurrency {s.concurrency or 1}")
+    if s.repetitions:
+        lines.append(f"--runs {s.repetitions}")
+    if s.rate is not None:
+        notes.append("llama-benchy runs closed-loop: it cannot set the row's request rate.")
+    lines.append(f"--format json --save-result {_q(out)}")
+    return " \\\n  ".join(lines), out
 
 
-def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str | None, notes: list[str]) -> str:
+def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> str:
     fmt = next((f for name, f in IMPORT_FORMATS.items() if tool == name), None)
-    if fmt is None or out is None:
+    if fmt is None:
         notes.append(f"No importer reads {tool} output yet: write the row file by hand (CONTRIBUTING.md).")
         return ""
     words = [
@@ -330,9 +334,15 @@ def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproducti
     """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
     notes: list[str] = []
     engine = str(row.get("engine") or meta.engine)
-    tool = _tool(row.get("harness"), engine)
-    if not row.get("harness"):
+    recorded = row.get("harness")
+    tool = (_known_tool(recorded) if recorded else None) or _own_tool(engine)
+    if not recorded:
         notes.append(f"The row does not record its benchmark tool: the commands use {tool}, {engine}'s own.")
+    elif _known_tool(recorded) is None:
+        notes.append(
+            f"The row was measured with {recorded}, for which the site has no command: "
+            f"the commands use {tool}, {engine}'s own benchmark."
+        )
     serve = _serve(meta, row, engine, notes)
     setting = _setting(row)
     harness, out = _harness(meta, slug, row, tool, setting, notes)

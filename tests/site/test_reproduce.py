@@ -158,10 +158,19 @@ def test_what_the_row_does_not_record_is_left_out_and_said() -> None:
 
 
 def test_a_harness_no_importer_reads_has_no_import_line() -> None:
-    rep = reproduce(META, "tiny", _row(harness="my-own-script 2"))
-    assert rep.import_line == ""
-    assert any("No importer reads" in note for note in rep.notes)
+    rep = reproduce(META, "tiny", _row(engine="sglang"))
+    assert rep.tool == "sglang bench_serving" and rep.import_line == ""
+    assert any("No importer reads sglang bench_serving output" in note for note in rep.notes)
     assert "no importer reads" in rep.text()
+
+
+def test_a_harness_the_site_has_no_command_for_falls_back_to_the_engines_own() -> None:
+    rep = reproduce(META, "tiny", _row(harness="curl (manual timing)"))
+    assert rep.tool == "vllm bench serve" and rep.harness.startswith("vllm bench serve")
+    assert (
+        "The row was measured with curl (manual timing), for which the site has no command: "
+        "the commands use vllm bench serve, vllm's own benchmark." in rep.notes
+    )
 
 
 @pytest.mark.parametrize(
