@@ -245,7 +245,7 @@ class Markdown:
                 ["table", "strikethrough"]
             )
             for rule in ("fence", "code_block"):
-                parser.add_render_rule(rule, _focusable_pre(parser.renderer.rules[rule]))
+                parser.add_render_rule(rule, _focusable_pre(getattr(parser.renderer, rule)))
             self._parser = parser
         return self._parser
 
