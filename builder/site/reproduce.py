@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -73,8 +74,30 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+_BLANK = " \t\r\n"
+_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"[^"\\]*")+""")
+_PIECE = re.compile(r"([^ \t\r\n'\"\\]+)|'([^']*)'|\"([^\"\\]*)\"")
+
+
 def _words(text: str) -> list[str] | None:
-    """Shell words of a flags or env string; ``None`` when it cannot be split."""
+    """Shell words of a flags or env string, as ``shlex.split`` gives them; ``None`` when it cannot
+    split them. Without a backslash, words are plain runs and quoted pieces, read with one regular
+    expression (``shlex`` reads a character at a time: a big table's worth of rows adds up)."""
+    if "\\" not in text:
+        words, pos = [], 0
+        for match in _WORD.finditer(text):
+            if text[pos : match.start()].strip(_BLANK):
+                break  # an unbalanced quote: shlex says what is wrong
+            words.append(
+                "".join(
+                    next(g for g in piece.groups() if g is not None)
+                    for piece in _PIECE.finditer(match.group(0))
+                )
+            )
+            pos = match.end()
+        else:
+            if not text[pos:].strip(_BLANK):
+                return words
     try:
         return shlex.split(text, comments=False, posix=True)
     except ValueError:
@@ -330,8 +353,21 @@ def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: 
     return " \\\n  ".join(words)
 
 
-def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproduction:
-    """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
+SERVE_FIELDS: tuple[str, ...] = ("engine", "engine_version", "engine_build", "flags", "env")
+"""The row fields :func:`serve_command` reads besides the recipe's: the rows of one run share them."""
+
+
+def serve_command(meta: RecipeMeta, row: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The serve command as the row ran it, and what it cannot say (reads :data:`SERVE_FIELDS`)."""
+    notes: list[str] = []
+    command = _serve(meta, row, str(row.get("engine") or meta.engine), notes)
+    return command, tuple(notes)
+
+
+def benchmark_commands(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any]
+) -> tuple[str, str, str, tuple[str, ...]]:
+    """``(tool, benchmark command, import line, notes)`` at the row's setting."""
     notes: list[str] = []
     engine = str(row.get("engine") or meta.engine)
     recorded = row.get("harness")
@@ -343,11 +379,20 @@ def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproducti
             f"The row was measured with {recorded}, for which the site has no command: "
             f"the commands use {tool}, {engine}'s own benchmark."
         )
-    serve = _serve(meta, row, engine, notes)
-    setting = _setting(row)
-    harness, out = _harness(meta, slug, row, tool, setting, notes)
+    harness, out = _harness(meta, slug, row, tool, _setting(row), notes)
     import_line = _import_line(slug, row, tool, out, notes)
-    return Reproduction(serve, harness, import_line, tuple(dict.fromkeys(notes)), tool)
+    return tool, harness, import_line, tuple(notes)
+
+
+def combine(serve: tuple[str, tuple[str, ...]], bench: tuple[str, str, str, tuple[str, ...]]) -> Reproduction:
+    """The reproduction made of :func:`serve_command`'s and :func:`benchmark_commands`' results."""
+    tool, harness, import_line, notes = bench
+    return Reproduction(serve[0], harness, import_line, tuple(dict.fromkeys(serve[1] + notes)), tool)
+
+
+def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproduction:
+    """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
+    return combine(serve_command(meta, row), benchmark_commands(meta, slug, row))
 
 
 class NoSuchRow(ValueError):

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from builder.content.models import RecipeMeta
 from builder.site.formats import fmt_number
-from builder.site.reproduce import Reproduction, reproduce
+from builder.site.reproduce import SERVE_FIELDS, Reproduction, benchmark_commands, combine, serve_command
 
 
 def _esc(text: str) -> str:
@@ -179,6 +179,7 @@ def row_table_rows(
     engines: dict[tuple[Any, ...], str] = {}
     notes: dict[tuple[Any, ...], str] = {}
     sources: dict[Any, str] = {}
+    serves: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
     texts: dict[str, str] = {}
     dates: dict[Any, str] = {}
     for r in rows:
@@ -215,7 +216,11 @@ def row_table_rows(
             if r["prompt_tokens"] is None
             else num(r["prompt_tokens"])
         )
-        rep = reproduce(meta, slug, r)
+        serve_key = tuple(r[name] for name in SERVE_FIELDS)
+        serve = serves.get(serve_key)
+        if serve is None:
+            serve = serves[serve_key] = serve_command(meta, r)
+        rep = combine(serve, benchmark_commands(meta, slug, r))
         anchor = _esc(anchors[row_id])
         group = f"more-{anchor}"  # one of a row's two disclosures open at a time
         css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
