@@ -101,6 +101,17 @@ def split_document(rel: str, text: str) -> Document:
     )
 
 
+def _focusable_pre(render: Any) -> Any:
+    """A code block renderer whose ``<pre>`` takes keyboard focus: a long line scrolls it sideways,
+    and a scrolling box must be reachable without a mouse (WCAG 2.1.1)."""
+
+    def rule(self: Any, tokens: list[Token], idx: int, options: Any, env: Any) -> str:
+        html: str = render(tokens, idx, options, env)
+        return html.replace("<pre>", '<pre tabindex="0">', 1)
+
+    return rule
+
+
 def markdown_key(body: str, faq: bool) -> str:
     """The :class:`Markdown` cache key of a body, rendered with or without the FAQ taken out."""
     return hashlib.sha256(f"{int(faq)}\0{body}".encode()).hexdigest()
@@ -230,9 +241,12 @@ class Markdown:
         if self._parser is None:
             from markdown_it import MarkdownIt
 
-            self._parser = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
+            parser = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
                 ["table", "strikethrough"]
             )
+            for rule in ("fence", "code_block"):
+                parser.add_render_rule(rule, _focusable_pre(getattr(parser.renderer, rule)))
+            self._parser = parser
         return self._parser
 
     def _render(self, body: str, faq: bool) -> RenderedBody:

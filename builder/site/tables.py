@@ -12,13 +12,16 @@ heads, captions and wrappers stay in the templates (``partials/row_table.html``,
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Collection, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from markupsafe import Markup
 
-from builder.content.models import DETAILS, QUANTITIES, SPREADS
+from builder.content.models import DETAILS, QUANTITIES, SPREADS, RecipeMeta
 from builder.site.formats import fmt_number
+from builder.site.reproduce import SERVE_FIELDS, Reproduction, benchmark_commands, combine, serve_command
 
 _DETAIL_LABELS = [(name, QUANTITIES[name].label, QUANTITIES[name].unit) for name in DETAILS]
 
@@ -61,18 +64,22 @@ def chart_rows(chart: Any) -> Markup:
 
 
 def _status_cell(st: Any) -> str:
+    """The status badge; what differs or is not recorded behind a disclosure, so the row stays short."""
     if st.status == "matches":
-        return '<span class="badge ok">matches recipe</span>'
+        return '<span class="badge ok">matches<span class="visually-hidden"> recipe</span></span>'
     if st.status == "differs":
         items = "".join(
             f"<li><code>{_esc(d.field)}</code>: {_esc(d.row_value)} "
             f'<span class="muted">(recipe: {_esc(d.recipe_value)})</span></li>'
             for d in st.differences
         )
-        return f'<span class="badge warn">differs</span><ul class="diffs">{items}</ul>'
+        return (
+            '<details class="row-more"><summary><span class="badge warn">differs</span></summary>'
+            f'<div class="row-more-body"><ul class="diffs">{items}</ul></div></details>'
+        )
     return (
-        '<span class="badge muted">not recorded</span> '
-        f'<span class="muted small">{_esc(", ".join(st.unrecorded))}</span>'
+        '<details class="row-more"><summary><span class="badge muted">not recorded</span></summary>'
+        f'<div class="row-more-body"><p class="small">{_esc(", ".join(st.unrecorded))}</p></div></details>'
     )
 
 
@@ -107,23 +114,79 @@ def _details_text(r: Mapping[str, Any]) -> str:
     return f'<p class="small muted">{_esc("; ".join(parts))}</p>' if parts else ""
 
 
-def _notes_cell(r: Mapping[str, Any]) -> str:
-    parts = [_details_text(r)]
+_URL = re.compile(r"https?://[^\s<>\"'`]+")
+SOURCE_LABEL = 28
+"""Longest source label shown in the table (characters); the whole source is in the notes."""
+
+
+def source_label(source: str) -> tuple[str, str | None]:
+    """A short label for a row's source, and the link it makes: a URL's host (``github.com``), or the
+    text up to its first comma, cut at a word to :data:`SOURCE_LABEL` characters."""
+    found = _URL.search(source)
+    if found is not None:
+        url = found.group(0).rstrip(".,;:)]")
+        try:
+            host = urlsplit(url).hostname or url
+        except ValueError:  # a malformed host ("http://[x"): the URL is still the link
+            host = url
+        return host.removeprefix("www."), url
+    head = source.split(",", 1)[0].strip() or source.strip()
+    if len(head) > SOURCE_LABEL:
+        cut = head[: SOURCE_LABEL - 1]
+        head = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip() + "…"
+    return head, None
+
+
+def _source_cell(source: str | None) -> str:
+    if not source:
+        return '<span class="muted">not recorded</span>'
+    label, url = source_label(source)
+    if url is not None:
+        return f'<a href="{_esc(url)}">{_esc(label)}</a>'
+    return _esc(label)
+
+
+def _notes_body(r: Mapping[str, Any]) -> str:
+    details = _details_text(r)
+    parts = [details] if details else []
     if r["source"]:
-        parts.append(f'<span class="source">{_esc(r["source"])}</span>')
+        parts.append(f'<p class="small"><strong>Source:</strong> {_esc(r["source"])}</p>')
+    if r["engine_build"]:
+        parts.append(
+            f'<p class="small"><strong>Engine build:</strong> <code>{_esc(r["engine_build"])}</code></p>'
+        )
     if r["harness"]:
-        parts.append(f'<br><span class="muted small">harness: {_esc(r["harness"])}</span>')
+        parts.append(f'<p class="small"><strong>Harness:</strong> {_esc(r["harness"])}</p>')
     if r["contributor"]:
-        parts.append(f'<br><span class="muted small">by {_esc(r["contributor"])}</span>')
+        parts.append(f'<p class="small"><strong>By:</strong> {_esc(r["contributor"])}</p>')
     if r["notes"]:
         parts.append(f'<p class="small">{_esc(r["notes"])}</p>')
     return "".join(parts)
 
 
+def _reproduce_body(rep: Reproduction) -> str:
+    notes = "".join(f"<li>{_esc(note)}</li>" for note in rep.notes)
+    body = f'<ul class="small">{notes}</ul>' if notes else ""
+    body += (
+        '<p class="small">Serve:</p>'
+        f'<pre class="cmd"><code>{_esc(rep.serve)}</code></pre>'
+        f'<p class="small">Benchmark ({_esc(rep.tool)}):</p>'
+        f'<pre class="cmd"><code>{_esc(rep.harness)}</code></pre>'
+    )
+    if rep.import_line:
+        body += (
+            '<p class="small">Turn the result into a row file:</p>'
+            f'<pre class="cmd"><code>{_esc(rep.import_line)}</code></pre>'
+        )
+    return body
+
+
 def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
     engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
-    if r["engine_build"]:
-        engine += f"<br><code>{_esc(r['engine_build'])}</code>"
+    build = r["engine_build"]
+    if build:
+        short = build if len(build) <= 14 else build[:13] + "…"
+        engine += f'<br><code class="build">{_esc(short)}</code>'
     return engine
 
 
@@ -132,19 +195,25 @@ def row_table_rows(
     statuses: Mapping[int, Any],
     anchors: Mapping[int, str],
     marked: Collection[int],
-    default_engine: str,
+    meta: RecipeMeta,
+    slug: str,
 ) -> Markup:
     """``<tr>`` per row of a recipe's results table, newest first as given.
 
-    Cells that repeat from row to row (status, engine, notes: a run's rows share them) are built
-    once per distinct value.
+    A row stays one or two lines high: the source is a short label (a link for a URL), and the
+    notes and the commands that reproduce the row (:func:`builder.site.reproduce.reproduce`) sit
+    behind disclosures. Cells that repeat from row to row (status, engine, notes: a run's rows share
+    them) are built once per distinct value.
     """
     num = fmt_number
     marked = set(marked)
+    default_engine = meta.engine
     out = []
     status_html: dict[int, str] = {}  # statuses are shared objects: render each once
     engines: dict[tuple[Any, ...], str] = {}
     notes: dict[tuple[Any, ...], str] = {}
+    sources: dict[Any, str] = {}
+    serves: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
     texts: dict[str, str] = {}
     dates: dict[Any, str] = {}
     for r in rows:
@@ -162,6 +231,7 @@ def row_table_rows(
             engine = engines[engine_key] = _engine_cell(r, default_engine)
         notes_key = (
             r["source"],
+            r["engine_build"],
             r["harness"],
             r["contributor"],
             r["notes"],
@@ -172,7 +242,16 @@ def row_table_rows(
         )
         note = notes.get(notes_key)
         if note is None:
-            note = notes[notes_key] = _notes_cell(r)
+            body = _notes_body(r)
+            note = notes[notes_key] = (
+                '<details class="row-more" name="{group}"><summary>Notes</summary>'
+                f'<div class="row-more-body">{body}</div></details>'
+                if body
+                else ""
+            )
+        source = sources.get(r["source"])
+        if source is None:
+            source = sources[r["source"]] = _source_cell(r["source"])
         node = texts.get(r["node"])
         if node is None:
             node = texts[r["node"]] = _esc(r["node"])
@@ -181,9 +260,16 @@ def row_table_rows(
             if r["prompt_tokens"] is None
             else num(r["prompt_tokens"])
         )
+        serve_key = tuple(r[name] for name in SERVE_FIELDS)
+        serve = serves.get(serve_key)
+        if serve is None:
+            serve = serves[serve_key] = serve_command(meta, r)
+        rep = combine(serve, benchmark_commands(meta, slug, r))
+        anchor = _esc(anchors[row_id])
+        group = f"more-{anchor}"  # one of a row's two disclosures open at a time
         css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
         out.append(
-            f'<tr class="{css}" id="{_esc(anchors[row_id])}">'
+            f'<tr class="{css}" id="{anchor}">'
             f'<td><time datetime="{date}">{date}</time></td>'
             f"<td>{node}</td>"
             f"<td>{engine}</td>"
@@ -195,8 +281,11 @@ def row_table_rows(
             f"{_metric_cell(r, 'prefill_tok_s')}"
             f"{_metric_cell(r, 'ttft_ms')}"
             f"{_metric_cell(r, 'itl_ms')}"
-            f"<td>{cell}</td>"
-            f'<td class="notes">{note}</td>'
+            f'<td class="status">{cell}</td>'
+            f'<td class="source">{source}</td>'
+            f'<td class="notes">{note.replace("{group}", group)}'
+            f'<details class="row-more reproduce" name="{group}"><summary>Reproduce</summary>'
+            f'<div class="row-more-body">{_reproduce_body(rep)}</div></details></td>'
             "</tr>\n"
         )
     return Markup("".join(out))

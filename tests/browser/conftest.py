@@ -86,3 +86,18 @@ def browser() -> Iterator[Any]:
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(exist_ok=True)
     return SCREENSHOTS
+
+
+@pytest.fixture
+def device_page(browser: Any) -> Iterator[Any]:
+    """``device_page(**context_options)``: a new page in a fresh browser context (viewport, touch)."""
+    contexts: list[Any] = []
+
+    def open_page(**options: Any) -> Any:
+        context = browser.new_context(**options)
+        contexts.append(context)
+        return context.new_page()
+
+    yield open_page
+    for context in contexts:
+        context.close()

@@ -1,0 +1,430 @@
+"""How to reproduce one row: the serve command, the harness command and the import line.
+
+:func:`reproduce` takes a recipe's front matter and one row (the row's fields, as pages and the
+downloads see them) and returns three shell commands: the server as the row ran it (its own engine,
+version, flags and environment, not the recipe's when they differ), the benchmark that measures the
+row's setting, and the ``python -m builder import`` line that turns the benchmark's output into a row
+file. Every value that comes from data is quoted with ``shlex.quote``; values shown in a comment go
+through :func:`_comment`, so no cell can end a comment or a quote and become a command. What the row
+does not record is left out of the commands and said in ``notes``, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+
+from builder.content.flags import FlagSyntaxError, parse_env
+from builder.content.models import RecipeMeta
+
+if TYPE_CHECKING:
+    from builder.data.load import Site
+
+IMPORT_FORMATS: dict[str, str] = {"vllm bench serve": "vllm-bench", "llama-benchy": "llama-benchy"}
+"""Harness (as a row's ``harness`` starts) to the ``import --from`` format that reads its output; kept
+equal to :data:`builder.importers.FORMATS` by a test."""
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """The three commands that reproduce a row, and what they cannot say."""
+
+    serve: str
+    """The server as the row ran it."""
+    harness: str
+    """The benchmark at the row's setting."""
+    import_line: str
+    """The ``python -m builder import`` line for the benchmark's output; empty when no importer reads it."""
+    notes: tuple[str, ...]
+    """What the row does not record, and where the commands depart from it because of that."""
+    tool: str
+    """The benchmark tool (``vllm bench serve``, ``llama-benchy``...)."""
+
+    def text(self) -> str:
+        """All of it as one shell script: notes as comments, then the commands."""
+        parts = [f"# {_comment(note)}" for note in self.notes]
+        parts += ["# 1. serve", self.serve, "# 2. benchmark", self.harness]
+        parts.append("# 3. import the result as a row file")
+        parts.append(self.import_line or "# no importer reads this tool's output yet")
+        return "\n".join(parts) + "\n"
+
+
+def _comment(text: str) -> str:
+    """``text`` safe inside a shell comment: on one line, control characters escaped as JSON does."""
+    if any(not ch.isprintable() for ch in text):
+        return json.dumps(text, ensure_ascii=False)[1:-1]
+    return text
+
+
+def _q(value: Any) -> str:
+    return shlex.quote(str(value))
+
+
+def _number(value: float) -> str:
+    """A rate as the tools take it: ``inf``, or the shortest exact decimal (``1.5``, ``10``)."""
+    if math.isinf(value):
+        return "inf"
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+_BLANK = " \t\r\n"
+_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"[^"\\]*")+""")
+_PIECE = re.compile(r"([^ \t\r\n'\"\\]+)|'([^']*)'|\"([^\"\\]*)\"")
+
+
+def _words(text: str) -> list[str] | None:
+    """Shell words of a flags or env string, as ``shlex.split`` gives them; ``None`` when it cannot
+    split them. Without a backslash, words are plain runs and quoted pieces, read with one regular
+    expression (``shlex`` reads a character at a time: a big table's worth of rows adds up)."""
+    if "\\" not in text:
+        words, pos = [], 0
+        for match in _WORD.finditer(text):
+            if text[pos : match.start()].strip(_BLANK):
+                break  # an unbalanced quote: shlex says what is wrong
+            words.append(
+                "".join(
+                    next(g for g in piece.groups() if g is not None)
+                    for piece in _PIECE.finditer(match.group(0))
+                )
+            )
+            pos = match.end()
+        else:
+            if not text[pos:].strip(_BLANK):
+                return words
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        return None
+
+
+def _flag_lines(words: list[str]) -> list[str]:
+    """One flag and its values per line, each word quoted."""
+    lines: list[list[str]] = []
+    for word in words:
+        starts = word.startswith("-") and word != "-" and not word.lstrip("-").replace(".", "").isdigit()
+        if starts or not lines:
+            lines.append([])
+        lines[-1].append(_q(word))
+    return [" ".join(line) for line in lines]
+
+
+def _is_hub_id(checkpoint: str) -> bool:
+    parts = checkpoint.split("/")
+    return len(parts) == 2 and all(p and " " not in p for p in parts)
+
+
+def _engine_kind(engine: str) -> str:
+    name = engine.lower().replace("_", "-").replace(" ", "")
+    if name in ("llama.cpp", "llamacpp", "llama-cpp", "llama-server"):
+        return "llama.cpp"
+    return name
+
+
+_TOOLS = ("vllm bench serve", "llama-benchy", "llama-bench", "sglang bench_serving")
+"""The benchmark tools the site writes commands for (``llama-benchy`` before ``llama-bench``: a prefix)."""
+
+
+def _known_tool(harness: str) -> str | None:
+    """The tool a row's ``harness`` names, when the site writes commands for it."""
+    lowered = harness.lower()
+    if "bench_serving" in lowered and "sglang" in lowered:
+        return "sglang bench_serving"
+    return next((tool for tool in _TOOLS if lowered.startswith(tool)), None)
+
+
+def _own_tool(engine: str) -> str:
+    """The engine's own benchmark (vLLM's for an engine the site knows no benchmark of)."""
+    return {"vllm": "vllm bench serve", "sglang": "sglang bench_serving", "llama.cpp": "llama-bench"}.get(
+        _engine_kind(engine), "vllm bench serve"
+    )
+
+
+def _serve(meta: RecipeMeta, row: Mapping[str, Any], engine: str, notes: list[str]) -> str:
+    version = str(row.get("engine_version") or "unknown")
+    build = row.get("engine_build")
+    head = f"# {_comment(engine)} {_comment(version)}"
+    head += f", build {_comment(str(build))}" if build else ", build not recorded"
+    if version == "unknown":
+        notes.append("The row does not record its engine version.")
+    flags = row.get("flags")
+    if flags is None:
+        flags = meta.flags
+        notes.append(
+            "The row does not record its serve flags: the serve command has the recipe's."
+            if flags.strip()
+            else "Neither the row nor the recipe records serve flags."
+        )
+    env_text = row.get("env")
+    env: dict[str, str] | None
+    if env_text is None:
+        env = dict(meta.env)
+        if env:
+            notes.append("The row does not record its environment: the serve command has the recipe's.")
+    else:
+        try:
+            env = parse_env(env_text)
+        except FlagSyntaxError:
+            env = None
+            notes.append(f"The row's environment cannot be read as NAME=value words: {env_text}")
+    lines = [head]
+    lines += [f"{name}={_q(value)} \\" for name, value in sorted((env or {}).items())]
+    checkpoint = meta.checkpoint if _is_hub_id(meta.checkpoint) else "<repository id not recorded>"
+    if checkpoint != meta.checkpoint:
+        notes.append(f"The recipe gives no repository id for its checkpoint ({meta.checkpoint}).")
+    kind = _engine_kind(engine)
+    program = {
+        "vllm": "vllm serve",
+        "sglang": "python -m sglang.launch_server --model-path",
+        "llama.cpp": "llama-server -hf",
+    }.get(kind, f"{_q(engine)} serve")
+    words = _words(flags)
+    if words is None:
+        notes.append(f"The serve flags cannot be split into shell words: {flags}")
+        words = []
+    command = [f"{program} {_q(checkpoint)}", *_flag_lines(words)]
+    lines.append(" \\\n  ".join(command))
+    return "\n".join(lines)
+
+
+_PORTS = {"vllm": 8000, "sglang": 30000, "llama.cpp": 8080}
+"""Where each engine's server listens by default: the benchmark is pointed there."""
+
+
+@dataclass(frozen=True)
+class _Setting:
+    prompt: int | None
+    output: int | None
+    context: int
+    concurrency: int | None
+    rate: float | None
+    burstiness: float | None
+    repetitions: int | None
+
+    def stem(self, slug: str) -> str:
+        parts = [slug, f"p{self.prompt}" if self.prompt else "p-unknown"]
+        if self.output:
+            parts.append(f"o{self.output}")
+        if self.context:
+            parts.append(f"d{self.context}")
+        if self.concurrency:
+            parts.append(f"c{self.concurrency}")
+        if self.rate is not None:
+            parts.append(f"r{_number(self.rate)}")
+        return "-".join(parts)
+
+
+def _setting(row: Mapping[str, Any]) -> _Setting:
+    prompt = row.get("prompt_tokens")
+    return _Setting(
+        prompt if isinstance(prompt, int) else None,
+        row.get("output_tokens"),
+        row.get("context_tokens") or 0,
+        row.get("concurrency"),
+        row.get("request_rate"),
+        row.get("burstiness"),
+        row.get("repetitions"),
+    )
+
+
+def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
+    """The options that set the load: prompt and output lengths, concurrency, rate (vLLM and SGLang)."""
+    out = []
+    if s.prompt is not None:
+        out.append(f"--random-input-len {s.prompt}")
+    else:
+        notes.append(f"The row does not record its prompt length: {tool} uses its default.")
+    if s.output is not None:
+        out.append(f"--random-output-len {s.output}")
+    else:
+        notes.append(f"The row does not record its output length: {tool} uses its default.")
+    if s.concurrency is not None:
+        out.append(f"--max-concurrency {s.concurrency}")
+    if s.rate is not None:
+        out.append(f"--request-rate {_number(s.rate)}")
+        if s.burstiness is not None:
+            out.append(f"--burstiness {_number(s.burstiness)}")
+    if s.context:
+        notes.append(
+            f"The row was measured {s.context:,} tokens deep into a context, which {tool} cannot set "
+            "(llama-benchy's --depth can): the benchmark measures it at depth 0."
+        )
+    return out
+
+
+def _harness(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any], tool: str, s: _Setting, notes: list[str]
+) -> tuple[str, str]:
+    """The benchmark command and the file it writes."""
+    model = _q(meta.checkpoint)
+    served = f" --served-model-name {_q(meta.served_model)}" if meta.served_model else ""
+    stem = s.stem(slug)
+    port = _PORTS.get(_engine_kind(str(row.get("engine") or meta.engine)), 8000)
+    if tool == "vllm bench serve":
+        out = f"{stem}.json"
+        metadata = [f"node={row['node']}"]
+        version = row.get("engine_version")
+        if version and version != "unknown":
+            metadata.append(f"engine_version={version}")
+        if row.get("engine_build"):
+            metadata.append(f"engine_build={row['engine_build']}")
+        lines = [
+            f"vllm bench serve --model {model}{served}" + (f" --port {port}" if port != 8000 else ""),
+            "--dataset-name random --ignore-eos",
+            *_load_options(s, tool, notes),
+            f"--save-result --result-filename {_q(out)}",
+            "--metadata " + " ".join(_q(item) for item in metadata),
+        ]
+        return " \\\n  ".join(lines), out
+    if tool == "sglang bench_serving":
+        out = f"{stem}.jsonl"
+        lines = [
+            "python -m sglang.bench_serving --backend sglang",
+            f"--model {model}",
+            "--dataset-name random --random-range-ratio 1",
+            *_load_options(s, tool, notes),
+            f"--output-file {_q(out)}",
+        ]
+        return " \\\n  ".join(lines), out
+    if tool == "llama-bench":
+        out = f"{stem}.json"
+        lines = [f"llama-bench -m {_q('<the GGUF file of ' + meta.checkpoint + '>')}"]
+        if s.prompt is not None:
+            lines.append(f"-p {s.prompt}")
+        if s.output is not None:
+            lines.append(f"-n {s.output}")
+        if s.context:
+            lines.append(f"-d {s.context}")
+        if s.repetitions:
+            lines.append(f"-r {s.repetitions}")
+        if (s.concurrency or 1) > 1 or s.rate is not None:
+            notes.append("llama-bench runs one stream: it cannot measure the row's concurrency or rate.")
+        lines.append(f"-o json > {_q(out)}")
+        return " \\\n  ".join(lines), out
+    # llama-benchy, the last of _TOOLS
+    out = f"{stem}.json"
+    lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
+    if s.prompt is not None:
+        lines.append(f"--pp {s.prompt}")
+    else:
+        notes.append("The row does not record its prompt length: llama-benchy uses its default.")
+    if s.output is not None:
+        lines.append(f"--tg {s.output}")
+    else:
+        notes.append("The row does not record its output length: llama-benchy uses its default.")
+    lines.append(f"--depth {s.context}")
+    lines.append(f"--concurrency {s.concurrency or 1}")
+    if s.repetitions:
+        lines.append(f"--runs {s.repetitions}")
+    if s.rate is not None:
+        notes.append("llama-benchy runs closed-loop: it cannot set the row's request rate.")
+    lines.append(f"--format json --save-result {_q(out)}")
+    return " \\\n  ".join(lines), out
+
+
+def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> str:
+    fmt = next((f for name, f in IMPORT_FORMATS.items() if tool == name), None)
+    if fmt is None:
+        notes.append(f"No importer reads {tool} output yet: write the row file by hand (CONTRIBUTING.md).")
+        return ""
+    words = [
+        f"python -m builder import --from {fmt} {_q(out)}",
+        f"--recipe {_q(slug)}",
+        f"--node {_q(row['node'])}",
+    ]
+    version = row.get("engine_version")
+    if fmt != "vllm-bench":  # vllm bench serve records them through --metadata
+        if version and version != "unknown":
+            words.append(f"--engine-version {_q(version)}")
+        if row.get("engine_build"):
+            words.append(f"--engine-build {_q(row['engine_build'])}")
+    if row.get("flags") is not None:
+        words.append(f"--flags {_q(row['flags'])}")
+    if row.get("env") is not None:
+        words.append(f"--env {_q(row['env'])}")
+    if not version or version == "unknown":
+        notes.append("Pass the engine version you run to import with --engine-version V.")
+    return " \\\n  ".join(words)
+
+
+SERVE_FIELDS: tuple[str, ...] = ("engine", "engine_version", "engine_build", "flags", "env")
+"""The row fields :func:`serve_command` reads besides the recipe's: the rows of one run share them."""
+
+
+def serve_command(meta: RecipeMeta, row: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """The serve command as the row ran it, and what it cannot say (reads :data:`SERVE_FIELDS`)."""
+    notes: list[str] = []
+    command = _serve(meta, row, str(row.get("engine") or meta.engine), notes)
+    return command, tuple(notes)
+
+
+def benchmark_commands(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any]
+) -> tuple[str, str, str, tuple[str, ...]]:
+    """``(tool, benchmark command, import line, notes)`` at the row's setting."""
+    notes: list[str] = []
+    engine = str(row.get("engine") or meta.engine)
+    recorded = row.get("harness")
+    tool = (_known_tool(recorded) if recorded else None) or _own_tool(engine)
+    if not recorded:
+        notes.append(f"The row does not record its benchmark tool: the commands use {tool}, {engine}'s own.")
+    elif _known_tool(recorded) is None:
+        notes.append(
+            f"The row was measured with {recorded}, for which the site has no command: "
+            f"the commands use {tool}, {engine}'s own benchmark."
+        )
+    harness, out = _harness(meta, slug, row, tool, _setting(row), notes)
+    import_line = _import_line(slug, row, tool, out, notes)
+    return tool, harness, import_line, tuple(notes)
+
+
+def combine(serve: tuple[str, tuple[str, ...]], bench: tuple[str, str, str, tuple[str, ...]]) -> Reproduction:
+    """The reproduction made of :func:`serve_command`'s and :func:`benchmark_commands`' results."""
+    tool, harness, import_line, notes = bench
+    return Reproduction(serve[0], harness, import_line, tuple(dict.fromkeys(serve[1] + notes)), tool)
+
+
+def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproduction:
+    """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
+    return combine(serve_command(meta, row), benchmark_commands(meta, slug, row))
+
+
+class NoSuchRow(ValueError):
+    """``PATH:LINE`` names no row of the site (message ready for the user)."""
+
+
+def row_at(site: Site, rel: str, line: int) -> dict[str, Any]:
+    """The row that starts on ``line`` of the row file ``rel`` (relative to the site root), with its
+    fields as pages see them; :class:`NoSuchRow` says why there is none."""
+    file_id = next((i for i, f in enumerate(site.row_files) if f.source.rel == rel), None)
+    if file_id is None:
+        raise NoSuchRow(
+            f"{rel}: not a row file of the site (row files are data/rows/<recipe>/*.csv|jsonl|parquet)"
+        )
+    parsed = site.row_files[file_id]
+    mine = site.rows.filter(pc.equal(site.rows.column("file_id"), file_id))
+    starts = {parsed.line_of(r): i for i, r in enumerate(mine.column("file_row").to_pylist())}
+    if line not in starts:
+        if not starts:
+            raise NoSuchRow(f"{rel}: the file has no valid row (run: python -m builder check)")
+        lines = sorted(starts)
+        raise NoSuchRow(f"{rel}:{line}: no row starts on this line (rows start on lines {_ranges(lines)})")
+    row: dict[str, Any] = mine.slice(starts[line], 1).to_pylist()[0]
+    return row
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``2-5, 7, 9-10``."""
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

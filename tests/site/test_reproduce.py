@@ -1,0 +1,221 @@
+"""The commands that reproduce a row: the row's own serve settings, its setting, safe quoting."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builder.content.models import ROW_FIELDS, RecipeMeta
+from builder.site import reproduce as reproduce_module
+from builder.site.reproduce import Reproduction, reproduce
+
+META = RecipeMeta.model_validate(
+    {
+        "title": "Tiny",
+        "model": "example/tiny",
+        "checkpoint": "example/tiny-fp8",
+        "hardware": "hw",
+        "engine": "vllm",
+        "engine_version": "1.0.0",
+        "flags": "--max-model-len 4096 --kv-cache-dtype fp8",
+        "env": {"VLLM_USE_X": "1"},
+    }
+)
+HOSTILE = "x'; rm -rf ~; echo '$(id)`id`\n# injected"
+
+
+def _row(**cells: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(ROW_FIELDS)
+    row.update(
+        date=dt.date(2026, 1, 2),
+        recipe="tiny",
+        node="node-a",
+        engine_version="1.0.0",
+        prompt_tokens=2048,
+        concurrency=1,
+        decode_tok_s=50.0,
+    )
+    row.update(cells)
+    return row
+
+
+def _words(command: str) -> list[str]:
+    """The shell words of a command, comments dropped, as a POSIX shell would split them."""
+    return shlex.split(command.replace("\\\n", " "), comments=True)
+
+
+def _option(words: list[str], name: str) -> str | None:
+    return words[words.index(name) + 1] if name in words else None
+
+
+def test_the_serve_command_has_the_rows_own_flags_and_env_not_the_recipes() -> None:
+    rep = reproduce(META, "tiny", _row(flags="--max-model-len 10240", env="VLLM_USE_X=0 OTHER='a b'"))
+    words = _words(rep.serve)
+    assert words[:3] == ["OTHER=a b", "VLLM_USE_X=0", "vllm"]
+    assert words[3:] == ["serve", "example/tiny-fp8", "--max-model-len", "10240"]
+    assert "# vllm 1.0.0, build not recorded" in rep.serve
+    assert not any("serve flags" in note or "environment" in note for note in rep.notes)
+
+
+def test_unrecorded_flags_and_env_fall_back_to_the_recipes_and_say_so() -> None:
+    rep = reproduce(META, "tiny", _row())
+    words = _words(rep.serve)
+    assert words == [
+        "VLLM_USE_X=1",
+        "vllm",
+        "serve",
+        "example/tiny-fp8",
+        "--max-model-len",
+        "4096",
+        "--kv-cache-dtype",
+        "fp8",
+    ]
+    assert "The row does not record its serve flags: the serve command has the recipe's." in rep.notes
+    assert "The row does not record its environment: the serve command has the recipe's." in rep.notes
+
+
+def test_vllm_bench_serve_at_the_rows_setting_with_metadata() -> None:
+    rep = reproduce(
+        META,
+        "tiny",
+        _row(harness="vllm bench serve", output_tokens=256, concurrency=8, engine_build="sha256:ab"),
+    )
+    assert rep.tool == "vllm bench serve"
+    words = _words(rep.harness)
+    assert words[:3] == ["vllm", "bench", "serve"]
+    assert _option(words, "--dataset-name") == "random"
+    assert _option(words, "--random-input-len") == "2048"
+    assert _option(words, "--random-output-len") == "256"
+    assert _option(words, "--max-concurrency") == "8"
+    assert "--request-rate" not in words and "--save-result" in words
+    metadata = words[words.index("--metadata") + 1 :]
+    assert metadata == ["node=node-a", "engine_version=1.0.0", "engine_build=sha256:ab"]
+    out = _option(words, "--result-filename")
+    imp = _words(rep.import_line)
+    assert imp[:6] == ["python", "-m", "builder", "import", "--from", "vllm-bench"]
+    assert imp[6] == out
+    assert _option(imp, "--recipe") == "tiny" and _option(imp, "--node") == "node-a"
+
+
+def test_an_open_loop_row_gets_its_request_rate() -> None:
+    rep = reproduce(META, "tiny", _row(harness="vllm bench serve", request_rate=2.5, burstiness=1.0))
+    words = _words(rep.harness)
+    assert _option(words, "--request-rate") == "2.5"
+    assert _option(words, "--burstiness") == "1"
+    assert _option(words, "--max-concurrency") == "1"  # the run's cap
+    infinite = _words(reproduce(META, "tiny", _row(request_rate=float("inf"))).harness)
+    assert _option(infinite, "--request-rate") == "inf"
+
+
+def test_llama_benchy_at_the_rows_setting() -> None:
+    rep = reproduce(
+        META,
+        "tiny",
+        _row(
+            harness="llama-benchy 0.3.2", output_tokens=32, context_tokens=4096, concurrency=2, repetitions=3
+        ),
+    )
+    words = _words(rep.harness)
+    assert words[0] == "llama-benchy"
+    for option, value in (("--pp", "2048"), ("--tg", "32"), ("--depth", "4096"), ("--concurrency", "2")):
+        assert _option(words, option) == value
+    assert _option(words, "--runs") == "3" and _option(words, "--format") == "json"
+    imp = _words(rep.import_line)
+    assert _option(imp, "--from") == "llama-benchy" and imp[6] == _option(words, "--save-result")
+    assert _option(imp, "--engine-version") == "1.0.0"  # the report cannot carry it
+
+
+@pytest.mark.parametrize(
+    ("engine", "program", "bench"),
+    [
+        ("vllm", ["vllm", "serve"], ["vllm", "bench", "serve"]),
+        ("sglang", ["python", "-m", "sglang.launch_server"], ["python", "-m", "sglang.bench_serving"]),
+        ("llama.cpp", ["llama-server", "-hf"], ["llama-bench"]),
+    ],
+)
+def test_without_a_harness_the_engines_own_benchmark(
+    engine: str, program: list[str], bench: list[str]
+) -> None:
+    rep = reproduce(META, "tiny", _row(engine=engine, output_tokens=128))
+    assert _words(rep.serve)[1 : 1 + len(program)] == program
+    assert _words(rep.harness)[: len(bench)] == bench
+    assert any("does not record its benchmark tool" in note for note in rep.notes)
+
+
+def test_what_the_row_does_not_record_is_left_out_and_said() -> None:
+    rep = reproduce(
+        META, "tiny", _row(prompt_tokens=None, engine_version="unknown", harness="vllm bench serve")
+    )
+    words = _words(rep.harness)
+    assert "--random-input-len" not in words and "--random-output-len" not in words
+    assert not any(w.startswith("engine_version=") for w in words)
+    assert any("prompt length" in note for note in rep.notes)
+    assert any("output length" in note for note in rep.notes)
+    assert any("engine version" in note for note in rep.notes)
+    assert "--engine-version" not in _words(rep.import_line)
+
+
+def test_a_harness_no_importer_reads_has_no_import_line() -> None:
+    rep = reproduce(META, "tiny", _row(engine="sglang"))
+    assert rep.tool == "sglang bench_serving" and rep.import_line == ""
+    assert any("No importer reads sglang bench_serving output" in note for note in rep.notes)
+    assert "no importer reads" in rep.text()
+
+
+def test_a_harness_the_site_has_no_command_for_falls_back_to_the_engines_own() -> None:
+    rep = reproduce(META, "tiny", _row(harness="curl (manual timing)"))
+    assert rep.tool == "vllm bench serve" and rep.harness.startswith("vllm bench serve")
+    assert (
+        "The row was measured with curl (manual timing), for which the site has no command: "
+        "the commands use vllm bench serve, vllm's own benchmark." in rep.notes
+    )
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        {"flags": f"--served-model-name {shlex.quote(HOSTILE)}", "env": f"X={shlex.quote(HOSTILE)}"},
+        {"engine_version": HOSTILE, "engine_build": HOSTILE, "harness": f"llama-benchy {HOSTILE}"},
+        {"node": HOSTILE, "engine": HOSTILE, "flags": "--a 'unclosed"},
+        {"harness": HOSTILE, "env": "NOT A=B"},
+    ],
+)
+def test_no_cell_becomes_a_command(cells: dict[str, Any]) -> None:
+    """Every data value stays one shell word (or inside a one-line comment): the script splits into
+    exactly the commands the builder wrote, whatever the cells hold."""
+    rep = reproduce(META, "tiny", _row(**cells))
+    script = rep.text()
+    for line in script.splitlines():
+        if line.startswith("#"):
+            continue
+        # a command line is a continuation of the one above, or starts a command the builder writes
+        assert line.startswith(("  ", "vllm ", "llama", "python -m ", "VLLM_USE_X=", "X=", "'")), line
+    for command in (rep.serve, rep.harness, rep.import_line):
+        lexer = shlex.shlex(command.replace("\\\n", " "), posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        tokens = list(lexer)
+        assert not {";", "&&", "||", "|", "&", "$(", "`"} & set(tokens), tokens
+
+
+def test_text_is_the_three_commands_with_notes_as_comments() -> None:
+    rep = Reproduction("serve", "bench", "import", ("a note\nwith a newline",), "tool")
+    assert rep.text() == (
+        "# a note\\nwith a newline\n# 1. serve\nserve\n# 2. benchmark\nbench\n"
+        "# 3. import the result as a row file\nimport\n"
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=" \t\n'\"\\ab=-{}#$", max_size=24))
+def test_flag_strings_split_as_shlex_splits_them(text: str) -> None:
+    try:
+        expected: list[str] | None = shlex.split(text, comments=False, posix=True)
+    except ValueError:
+        expected = None
+    assert reproduce_module._words(text) == expected
