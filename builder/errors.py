@@ -19,12 +19,16 @@ class Problem:
     path: str
     line: int | None
     message: str
+    kind: str = ""
+    """What sort of problem, for machines, when it has a name (``prose_figure``); shown in JSON."""
 
     def format(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
 
     def as_dict(self) -> dict[str, object]:
+        if self.kind:
+            return {"kind": self.kind, "path": self.path, "line": self.line, "message": self.message}
         return {"path": self.path, "line": self.line, "message": self.message}
 
 

@@ -9,7 +9,8 @@ findings are per recipe, so they come out the same. The preview writes that page
 runs the full build right after, which rewrites the page only if anything site-wide made it differ.
 
 Anything the quick path cannot answer exactly as a build would (a problem in the file, a new or
-deleted recipe, a file that names another recipe, several files) returns ``None``: the full build
+deleted recipe, a file that names another recipe, several files, a body with figures bound to rows)
+returns ``None``: the full build
 handles it and reports its problems.
 """
 
@@ -121,6 +122,8 @@ def _render(
     con: duckdb.DuckDBPyConnection,
 ) -> dict[str, bytes] | None:
     """Reconcile ``slug``'s rows alone (plus ``added``) and render its page from them."""
+    if "{{" in site.recipes[slug].doc.body:
+        return None  # figures bound to rows, perhaps another recipe's: the full build binds them
     pieces = [rows] if added is None else [rows, added]
     table = pa.concat_tables(pieces).combine_chunks() if len(pieces) > 1 else rows
     # Rows in the order a full load gives them (files by path, rows in file order); row ids are
