@@ -133,8 +133,10 @@ def prose_problems(site: Site, problems: Problems, *, strict: bool = False) -> N
     from builder.site.prose import bind_figures, prose_figure_warnings
     from builder.site.views import rows_by_recipe
 
-    docs = [*site.recipes.values(), *site.case_studies.values(), *site.posts.values()]
-    if not any("{{" in page.doc.body or plain_figures(page.doc.body) for page in docs):
+    bodies = [
+        page.doc.body for pages in (site.recipes, site.case_studies, site.posts) for page in pages.values()
+    ]
+    if not any("{{" in body or plain_figures(body) for body in bodies):
         return  # the common case at scale: no body quotes a figure
     rows = rows_by_recipe(site)
     _, errors = bind_figures(site, rows, Markdown())

@@ -354,7 +354,10 @@ def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> lis
 
     # A document quotes its recipe's troubleshooting answers, whose figures may come from any recipe.
     keys = {
-        f"api:{slug}": ((deps.recipe(slug), deps.CASE_STUDIES), _figures_key(markdown, site.recipes[slug].doc))
+        f"api:{slug}": (
+            (deps.recipe(slug), deps.CASE_STUDIES),
+            _figures_key(markdown, site.recipes[slug].doc),
+        )
         for slug in site.recipes
     }
     return [Unit("downloads", (deps.ROWS, deps.RECIPES), b"", site_wide), Batch(keys, documents)]

@@ -111,8 +111,10 @@ class _Resolver:
                 for key in _SETTING_KEYS
                 if len({_text(r[SELECTORS[key]]) for r in rows}) > 1 and side.get(key, "?") == "?"
             ]
-            told = f"tell them apart with {', '.join(k + '=' for k in differ)}" if differ else (
-                "no selector tells them apart (trials of one setting)"
+            told = (
+                f"tell them apart with {', '.join(k + '=' for k in differ)}"
+                if differ
+                else "no selector tells them apart (trials of one setting)"
             )
             shown = ", ".join(fmt_number(v) for v in values)
             raise ValueError(
@@ -125,7 +127,9 @@ class _Resolver:
         if binding.kind == UNBOUND:
             return BoundFigure(binding.text)
         if binding.in_heading:
-            raise ValueError("a figure from the rows cannot be in a heading (its anchor would move with the rows)")
+            raise ValueError(
+                "a figure from the rows cannot be in a heading (its anchor would move with the rows)"
+            )
         found = [self.find(side, default) for side in binding.sides]
 
         def href(recipe: str, row: dict[str, Any]) -> str:

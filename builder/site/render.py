@@ -292,7 +292,9 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
         (
             f"news/{s}/index.html",
             deps.depends(
-                functools.partial(render_post, ctx, s), deps.file(p.doc.rel), *figure_deps(ctx.markdown, p.doc)
+                functools.partial(render_post, ctx, s),
+                deps.file(p.doc.rel),
+                *figure_deps(ctx.markdown, p.doc),
             ),
         )
         for s, p in sorted(site.posts.items())
