@@ -291,20 +291,21 @@ def prose_figure_warnings(site: Site, rows: Mapping[str, list[dict[str, Any]]]) 
             half = 0.5 * 10.0**-figure.decimals
             places = figure.decimals + 1
             low, high = figure.value - half, figure.value + half
+            # The bounds are in: "42.6" stands for 42.55 too (binary fractions must not cut it off).
+            slack = 1e-9 * max(abs(high), 1.0)
             if figure.unit == "×":
-                ok = _ratio_within(supported, low, high)
+                ok = _ratio_within(supported, low - slack, high + slack)
             else:
-                ok = _any_within(supported[figure.unit], low, high)
+                ok = _any_within(supported[figure.unit], low - slack, high + slack)
             if not ok:
-                named = ", ".join(about) if about else "none"
+                named = ", ".join(about) if about else "any recipe (the page names none)"
                 out.append(
                     Problem(
                         doc.rel,
                         doc.body_line + figure.line,
-                        f"'{figure.text}' is not supported by any row of the recipes this page is about "
-                        f"({named}) within its printed precision ({low:.{places}f}–{high:.{places}f}): "
-                        "bind it with {{ METRIC KEY=VALUE ... }}, or mark a figure that is not a row's "
-                        "with {{ unbound ... }}",
+                        f"'{figure.text}': no row of {named} supports it within its printed precision "
+                        f"({low:.{places}f}–{high:.{places}f}); bind it to its row with "
+                        "{{ METRIC KEY=VALUE ... }}, or mark a figure that is not a row's {{ unbound ... }}",
                         PROSE_FIGURE,
                     )
                 )
