@@ -195,6 +195,11 @@ class Markdown:
         self._bound = dict(figures)
         self._bound_keys = {}
 
+    @property
+    def bound(self) -> dict[tuple[str, str], tuple[BoundFigure, ...]]:
+        """What :meth:`bind` was given."""
+        return self._bound
+
     def figures_of(self, doc: Document) -> tuple[BoundFigure, ...]:
         """What the document's figures show, as bound (none when it has none)."""
         return self._bound.get((doc.rel, doc.digest), ())
