@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -247,8 +248,12 @@ def bind_figures(
 _GIB_PER_GB = 1e9 / 2**30
 
 
+_RECIPE_LINK = re.compile(r"recipes/([a-z0-9._-]+)/?[)#]")
+
+
 def _linked_recipes(body: str, site: Site) -> set[str]:
-    return {slug for slug in site.recipes if f"recipes/{slug}/" in body or f"recipes/{slug})" in body}
+    """The recipes a body links to (``](../../recipes/<slug>/)``)."""
+    return {slug for slug in _RECIPE_LINK.findall(body) if slug in site.recipes}
 
 
 def _supported_values(rows: Iterable[dict[str, Any]]) -> dict[str, list[float]]:
