@@ -125,7 +125,7 @@ class _Resolver:
             told = (
                 f"tell them apart with {', '.join(k + '=' for k in differ)}"
                 if differ
-                else "no selector tells them apart (trials of one setting)"
+                else "no key tells them apart (trials, or runs that differ only in what no key selects)"
             )
             shown = ", ".join(fmt_number(v) for v in values)
             raise ValueError(
