@@ -64,6 +64,7 @@ class Binding:
     """Line in the body (0 = its first line); :class:`~builder.content.markdown.Markdown` adds the
     file's."""
     in_heading: bool = False
+    in_link: bool = False
     kind: str = "value"
     """``value``, ``ratio`` or ``unbound``."""
     sides: tuple[Side, ...] = ()
@@ -187,9 +188,13 @@ def _locate(state: Any) -> None:
             heading = True
         elif token.type == "heading_close":
             heading = False
+        link = 0
         for child in token.children or ():
+            link += 1 if child.type == "link_open" else -1 if child.type == "link_close" else 0
             if child.type == "figure":
-                child.meta.update(line=line + child.meta.get("offset", 0), heading=heading, index=index)
+                child.meta.update(
+                    line=line + child.meta.get("offset", 0), heading=heading, link=link > 0, index=index
+                )
                 index += 1
 
 

@@ -218,7 +218,10 @@ class Markdown:
                     found = parse_binding(child.content, metrics)
                     out.append(
                         dataclasses.replace(
-                            found, line=doc.body_line + child.meta["line"], in_heading=child.meta["heading"]
+                            found,
+                            line=doc.body_line + child.meta["line"],
+                            in_heading=child.meta["heading"],
+                            in_link=child.meta["link"],
                         )
                     )
         return out

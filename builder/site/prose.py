@@ -141,6 +141,8 @@ class _Resolver:
             raise ValueError(
                 "a figure from the rows cannot be in a heading (its anchor would move with the rows)"
             )
+        if binding.in_link:
+            raise ValueError("a figure from the rows cannot be in a link's text (it links to its row)")
         found = [self.find(side, default) for side in binding.sides]
 
         def href(recipe: str, row: dict[str, Any]) -> str:
