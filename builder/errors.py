@@ -52,7 +52,7 @@ class Problem:
         return f"{where}: {self.message}"
 
     def as_dict(self) -> dict[str, object]:
-        if self.kind is not None:
+        if self.kind:
             return {"kind": self.kind, "path": self.path, "line": self.line, "message": self.message}
         return {"path": self.path, "line": self.line, "message": self.message}
 

@@ -96,3 +96,12 @@ def test_the_three_steps_and_the_preview_are_there() -> None:
         "## Findings and annotations",
     ):
         assert phrase in CONTRIBUTING
+
+
+def test_the_figure_syntax_is_documented() -> None:
+    """Every selector key and every unit ``check`` reads in prose is in "Figures in prose"."""
+    from builder.content.figures import SELECTORS, UNITS
+
+    text = _section("## Figures in prose")
+    wanted = [*(f"`{name}`" for name in [*SELECTORS, *UNITS]), "{{ ratio", "{{ unbound", '"prose_figure"']
+    assert [name for name in wanted if name not in text] == []

@@ -34,7 +34,12 @@ def yaml_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)  # JSON strings are YAML strings
 
 
-BODY = f"""SYNTHETIC page full of payloads. Raw HTML stays text: {P}
+P_BODY = P.replace("{{", "\\{{")
+"""The payloads in a body: ``\\{{`` writes two braces that are not a figure (``{{ ... }}``)."""
+
+BODY = f"""SYNTHETIC page full of payloads. Raw HTML stays text: {P_BODY}
+
+A figure marked unbound is text too: {{{{ unbound <script>{RUN}</script> }}}}.
 
 <script>{RUN}</script>
 

@@ -7,6 +7,7 @@ Raw HTML is off and links go through markdown-it's ``validateLink`` (no ``javasc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
 import re
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from builder.content.figures import Binding, BoundFigure, figure_plugin, parse_binding
 from builder.errors import ContentError
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
@@ -158,10 +160,27 @@ class RenderedBody:
 def _inline_text(token: Token) -> str:
     # Line breaks inside a paragraph are word breaks: without them "same\nnode" reads "samenode".
     return "".join(
-        child.content if child.type in ("text", "code_inline") else " "
+        _child_text(child) if child.type in ("text", "code_inline", "figure") else " "
         for child in token.children or []
-        if child.type in ("text", "code_inline", "softbreak", "hardbreak")
+        if child.type in ("text", "code_inline", "softbreak", "hardbreak", "figure")
     )
+
+
+def _child_text(child: Token) -> str:
+    if child.type != "figure":
+        return child.content
+    bound: BoundFigure | None = child.meta.get("bound")
+    return bound.text if bound is not None else "{{" + child.content + "}}"
+
+
+def figures_digest(figures: tuple[BoundFigure, ...]) -> str:
+    """A hash of what a body's figures show (part of its render cache key)."""
+    hasher = hashlib.sha256()
+    for figure in figures:
+        for part in (figure.text, figure.href, figure.title):
+            data = part.encode()
+            hasher.update(len(data).to_bytes(8, "little") + data)
+    return hasher.hexdigest()
 
 
 class Markdown:
@@ -175,8 +194,61 @@ class Markdown:
         self.used: set[str] = set()
         """Keys rendered or looked up by this build."""
         self._keys: dict[tuple[bool, str], str] = {}
+        self._bound: dict[tuple[str, str], tuple[BoundFigure, ...]] = {}
+        """What each document's figures show, by (path, file digest): :meth:`bind`."""
+        self._bound_keys: dict[str, tuple[BoundFigure, ...]] = {}
+        """The same by cache key, for :meth:`render_body`."""
+
+    def bind(self, figures: dict[tuple[str, str], tuple[BoundFigure, ...]]) -> None:
+        """What the ``{{ ... }}`` figures of each document show, by the document's (path, digest), in
+        the order :meth:`bindings` lists them: worked out from the rows by the site layer
+        (:func:`builder.site.prose.bind_figures`). A body's cache key covers its figures."""
+        self._bound = dict(figures)
+        self._bound_keys = {}
+
+    @property
+    def bound(self) -> dict[tuple[str, str], tuple[BoundFigure, ...]]:
+        """What :meth:`bind` was given."""
+        return self._bound
+
+    def figures_of(self, doc: Document) -> tuple[BoundFigure, ...]:
+        """What the document's figures show, as bound (none when it has none)."""
+        return self._bound.get((doc.rel, doc.digest), ())
+
+    def bindings(self, doc: Document) -> list[Binding]:
+        """The ``{{ ... }}`` figures of a document's body, in order, with their file lines."""
+        if "{{" not in doc.body:
+            return []
+        from builder.content.models import QUANTITIES
+
+        metrics = frozenset(QUANTITIES)
+        out = []
+        for token in self._md().parse(doc.body):
+            for child in token.children or ():
+                if child.type == "figure":
+                    found = parse_binding(child.content, metrics)
+                    out.append(
+                        dataclasses.replace(
+                            found,
+                            line=doc.body_line + child.meta["line"],
+                            in_heading=child.meta["heading"],
+                            in_link=child.meta["link"],
+                        )
+                    )
+        return out
 
     def _key(self, source: str | Document, faq: bool) -> str:
+        if isinstance(source, Document):
+            bound = self._bound.get((source.rel, source.digest))
+            if bound is not None:
+                key = hashlib.sha256(
+                    f"{self._plain_key(source, faq)}\0{figures_digest(bound)}".encode()
+                ).hexdigest()
+                self._bound_keys[key] = bound
+                return key
+        return self._plain_key(source, faq)
+
+    def _plain_key(self, source: str | Document, faq: bool) -> str:
         if isinstance(source, Document) and source.body_keys[faq]:
             return source.body_keys[faq]
         body = _body(source)
@@ -193,7 +265,7 @@ class Markdown:
         self.used.add(key)
         cached = self._cache.get(key) or self.remembered(key)
         if cached is None:
-            cached = self._render(_body(source), faq)
+            cached = self._render(_body(source), faq, self._bound_keys.get(key, ()))
         self._cache[key] = cached
         return cached
 
@@ -218,9 +290,10 @@ class Markdown:
                 out[key] = _body(source)
         return out
 
-    def render_body(self, body: str, faq: bool) -> RenderedBody:
-        """One body rendered, nothing kept (see :meth:`missing`)."""
-        return self._render(body, faq)
+    def render_body(self, body: str, faq: bool, key: str = "") -> RenderedBody:
+        """One body rendered, nothing kept (see :meth:`missing`; ``key``: the one it gave, which
+        says what the body's figures show)."""
+        return self._render(body, faq, self._bound_keys.get(key, ()))
 
     def add(self, rendered: dict[str, RenderedBody]) -> None:
         """Bodies rendered elsewhere, by key."""
@@ -241,16 +314,23 @@ class Markdown:
         if self._parser is None:
             from markdown_it import MarkdownIt
 
-            parser = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable(
-                ["table", "strikethrough"]
+            parser = (
+                MarkdownIt("commonmark", {"html": False, "typographer": False})
+                .enable(["table", "strikethrough"])
+                .use(figure_plugin)
             )
             for rule in ("fence", "code_block"):
                 parser.add_render_rule(rule, _focusable_pre(getattr(parser.renderer, rule)))
             self._parser = parser
         return self._parser
 
-    def _render(self, body: str, faq: bool) -> RenderedBody:
+    def _render(self, body: str, faq: bool, figures: tuple[BoundFigure, ...] = ()) -> RenderedBody:
         tokens = self._md().parse(body)
+        if figures:
+            for token in tokens:
+                for child in token.children or ():
+                    if child.type == "figure" and child.meta["index"] < len(figures):
+                        child.meta["bound"] = figures[child.meta["index"]]
         used: set[str] = set()
 
         def unique(anchor: str) -> str:

@@ -126,6 +126,8 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
     }
     # Findings only for a valid site, as the build reconciles only then; row statuses are not needed.
     convert = Finding.as_json if full else brief
+    if not problems:
+        prose_problems(site, problems, strict=strict)
     findings = [] if problems else converted_findings(site, annotations, problems, convert)
     if not problems:
         for row in not_compared(site):
@@ -134,6 +136,26 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
     return CheckReport(stats, sorted(problems.errors), sorted(problems.warnings), findings, strict)
+
+
+def prose_problems(site: Site, problems: Problems, *, strict: bool = False) -> None:
+    """The figures of the bodies: an error for each ``{{ ... }}`` no row supports (as the build
+    gives), a ``prose_figure`` warning (an error under ``strict``) for each plain figure no row of
+    the page's recipes supports."""
+    from builder.content.figures import plain_figures
+    from builder.content.markdown import Markdown
+    from builder.site.prose import bind_figures, prose_figure_warnings
+    from builder.site.views import rows_by_recipe
+
+    bodies = [
+        page.doc.body for pages in (site.recipes, site.case_studies, site.posts) for page in pages.values()
+    ]
+    if not any("{{" in body or plain_figures(body) for body in bodies):
+        return  # the common case at scale: no body quotes a figure
+    rows = rows_by_recipe(site)
+    _, errors = bind_figures(site, rows, Markdown())
+    problems.errors.extend(errors)
+    (problems.errors if strict else problems.warnings).extend(prose_figure_warnings(site, rows))
 
 
 SPLIT_ROWS = 200_000

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
 
 def _render_body(markdown: Markdown, item: tuple[str, str]) -> tuple[str, RenderedBody]:
     key, body = item
-    return key, markdown.render_body(body, faq=True)
+    return key, markdown.render_body(body, faq=True, key=key)
 
 
 class KeptMarkdown(Markdown):
@@ -208,8 +208,12 @@ class IncrementalBuilder:
         if loaded.problems.errors or loaded.recon is None:
             loaded.site.close_connection()
             return False
-        self._context = make_context(loaded.site, loaded.recon, KeptMarkdown(cache.memo))
-        loaded.site.close_connection()
+        try:
+            self._context = make_context(loaded.site, loaded.recon, KeptMarkdown(cache.memo))
+        except BuildAborted:  # a figure no row supports: the full build reports it
+            return False
+        finally:
+            loaded.site.close_connection()
         return True
 
     def close(self) -> None:

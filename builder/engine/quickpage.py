@@ -9,8 +9,9 @@ findings are per recipe, so they come out the same. The preview writes that page
 runs the full build right after, which rewrites the page only if anything site-wide made it differ.
 
 Anything the quick path cannot answer exactly as a build would (a problem in the file, a new or
-deleted recipe, a file that names another recipe, several files) returns ``None``: the full build
-handles it and reports its problems.
+deleted recipe, a file that names another recipe, several files, a figure no row supports) returns
+``None``: the full build handles it and reports its problems. The page's ``{{ ... }}`` figures come
+from the recipe's rows as the mini site has them and from the other recipes' as the last build had.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from builder.data.load import Recipe, Site, _load_page, _make_recipe
 from builder.data.rows import ROW_FILE_SUFFIXES, ParsedFile, RowFile, parse_row_files
 from builder.errors import Problems
 from builder.site.context import RenderContext
+from builder.site.prose import bind_figures
 from builder.site.render import render_recipe
 from builder.site.views import rows_by_recipe
 
@@ -147,7 +149,17 @@ def _render(
         recon = reconcile_rows(mini, annotations, problems)
         if problems.errors:
             return None
-        quick = dataclasses.replace(ctx, site=mini, recon=recon, rows=rows_by_recipe(mini))
+        mine = rows_by_recipe(mini)
+        doc = mini.recipes[slug].doc
+        if "{{" in doc.body:
+            # Its figures: this recipe's from its rows here, the others' from the last build's.
+            figures, failed = bind_figures(
+                ctx.site, ctx.rows, ctx.markdown, pages=[(doc, slug, slug)], overlay=(slug, mini, mine)
+            )
+            if failed:
+                return None
+            ctx.markdown.bind({**ctx.markdown.bound, **figures})
+        quick = dataclasses.replace(ctx, site=mini, recon=recon, rows=mine)
         html = render_recipe(quick, slug)
     finally:
         con.unregister("rows")

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from builder.analysis.reconcile import Reconciliation, RowStatus
 from builder.content.flags import serve_command
-from builder.content.markdown import Markdown
+from builder.content.markdown import Markdown, figures_digest
 from builder.content.models import ROW_SCHEMA, Row
 from builder.data.load import Site
 from builder.site import deps
@@ -339,6 +339,11 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
+def _figures_key(markdown: Markdown, doc: Any) -> bytes:
+    figures = markdown.figures_of(doc)
+    return figures_digest(figures).encode() if figures else b""
+
+
 def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> list[Unit | Batch]:
     """Every download and API file, as units.
 
@@ -364,7 +369,14 @@ def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> lis
         docs = recipe_documents(site, recon, markdown, slugs, made[0] if made else None)
         return {f"api:{slug}": {recipe_api_path(slug): doc} for slug, doc in docs.items()}
 
-    keys = {f"api:{slug}": ((deps.recipe(slug), deps.CASE_STUDIES), b"") for slug in site.recipes}
+    # A document quotes its recipe's troubleshooting answers, whose figures may come from any recipe.
+    keys = {
+        f"api:{slug}": (
+            (deps.recipe(slug), deps.CASE_STUDIES),
+            _figures_key(markdown, site.recipes[slug].doc),
+        )
+        for slug in site.recipes
+    }
     return [Unit("downloads", (deps.ROWS, deps.RECIPES), b"", site_wide), Batch(keys, documents)]
 
 

@@ -15,9 +15,10 @@ import jinja2
 from markupsafe import Markup
 
 from builder.analysis.reconcile import Reconciliation
-from builder.content.markdown import Markdown
+from builder.content.markdown import Document, Markdown, figures_digest
 from builder.data.load import Site, today
 from builder.data.model_slugs import comparison_slugs
+from builder.errors import BuildAborted
 from builder.site import content_summary, deps, home
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
@@ -31,6 +32,7 @@ from builder.site.findings_pages import findings_page_jobs, recipe_findings
 from builder.site.formats import fmt_number, fmt_ratio
 from builder.site.indexes import index_page_jobs
 from builder.site.jsonscript import script_json
+from builder.site.prose import bind_figures
 from builder.site.search import search_page_jobs
 from builder.site.tables import chart_rows, row_table_rows
 from builder.site.views import (
@@ -77,15 +79,23 @@ def make_context(
     """``rows``: the rows by recipe of an earlier context over the same rows (the preview after a
     template edit), with the recipes it already converted."""
     config = site.config
+    markdown = markdown or Markdown()
+    rows = rows if rows is not None else rows_by_recipe(site)
+    # Bodies show figures from the rows: worked out before any body renders (the FAQ, search and
+    # every page read the same bodies); a figure no row supports stops the build here.
+    figures, problems = bind_figures(site, rows, markdown)
+    if problems:
+        raise BuildAborted(problems)
+    markdown.bind(figures)
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
     return RenderContext(
         site=site,
         recon=recon,
         env=make_environment(config.templates),
-        markdown=markdown or Markdown(),
+        markdown=markdown,
         assets=assets,
-        rows=rows if rows is not None else rows_by_recipe(site),
+        rows=rows,
         cases_by_recipe=case_studies_by_recipe(site),
         build_date=today(config),
         comparisons=comparison_slugs(site),
@@ -234,9 +244,15 @@ def render_404(ctx: RenderContext) -> bytes:
     return ctx.page("404.html", "404.html")
 
 
-def _case_deps(case: Any) -> tuple[str, ...]:
+def figure_deps(markdown: Markdown, doc: Document) -> tuple[str, ...]:
+    """A page showing a body with figures from the rows reads what they show (rows of any recipe)."""
+    figures = markdown.figures_of(doc)
+    return (deps.value("figures", figures_digest(figures)),) if figures else ()
+
+
+def _case_deps(ctx: RenderContext, case: Any) -> tuple[str, ...]:
     arms = tuple(deps.recipe(arm.recipe) for arm in case.meta.arms if arm.recipe)
-    return (deps.file(case.doc.rel), deps.RECIPES, *arms)
+    return (deps.file(case.doc.rel), deps.RECIPES, *arms, *figure_deps(ctx.markdown, case.doc))
 
 
 def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list[PageJob]:
@@ -261,7 +277,11 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
         (
             f"recipes/{s}/index.html",
             deps.depends(
-                functools.partial(render_recipe, ctx, s), deps.recipe(s), deps.MODELS, deps.CASE_STUDIES
+                functools.partial(render_recipe, ctx, s),
+                deps.recipe(s),
+                deps.MODELS,
+                deps.CASE_STUDIES,
+                *figure_deps(ctx.markdown, site.recipes[s].doc),
             ),
         )
         for s in sorted(site.recipes)
@@ -269,12 +289,19 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
     jobs += [
         (
             f"case-studies/{s}/index.html",
-            deps.depends(functools.partial(render_case_study, ctx, s), *_case_deps(c)),
+            deps.depends(functools.partial(render_case_study, ctx, s), *_case_deps(ctx, c)),
         )
         for s, c in sorted(site.case_studies.items())
     ]
     jobs += [
-        (f"news/{s}/index.html", deps.depends(functools.partial(render_post, ctx, s), deps.file(p.doc.rel)))
+        (
+            f"news/{s}/index.html",
+            deps.depends(
+                functools.partial(render_post, ctx, s),
+                deps.file(p.doc.rel),
+                *figure_deps(ctx.markdown, p.doc),
+            ),
+        )
         for s, p in sorted(site.posts.items())
     ]
     jobs += [

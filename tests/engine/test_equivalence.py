@@ -783,3 +783,60 @@ def test_generated_edits_build_as_clean_builds(site: Path, tmp_path: Path) -> No
 
     never = sorted({edit.label for edit in editor.plan()} - built)
     assert not never, f"edits that never built: {never}; the builds that failed: {failed}"
+
+
+def test_editing_a_row_moves_the_figures_bound_to_it(site: Path, tmp_path: Path) -> None:
+    """A body that quotes a row (``{{ ... }}``) is rendered again when the row changes, on every page
+    showing it: another recipe's page, a case study, a post and a recipe's API document (through a
+    troubleshooting answer)."""
+    first, second = sorted(p.stem for p in (site / "content" / "recipes").glob("*.md"))[:2]
+    rows = site / "data" / "rows" / second / "2026-07-01-synth-gpu-a-n1.csv"
+    header = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,source\n"
+    rows.write_text(
+        header + f"2026-07-01,{second},synth-gpu-a-n1,0.0.1,7777,3,12.5,SYNTHETIC\n", encoding="utf-8"
+    )
+    figure = f"{{{{ decode_tok_s recipe={second} prompt=7777 }}}}"
+    ratio = f"{{{{ ratio decode_tok_s recipe={second} prompt=7777 / prompt=7777 }}}}"
+    pages: dict[str, str] = {}
+    for folder in ("recipes", "case-studies", "posts"):
+        page = sorted((site / "content" / folder).glob("*.md"))[0]
+        pages[folder] = page.stem
+        text = page.read_text(encoding="utf-8")
+        page.write_text(text + f"\nSYNTHETIC: {figure}, {ratio}.\n", encoding="utf-8")
+    recipe = site / "content" / "recipes" / f"{first}.md"
+    text = recipe.read_text(encoding="utf-8")
+    recipe.write_text(
+        text.replace("## Troubleshooting\n", f"## Troubleshooting\n\nSee {figure}.\n", 1), encoding="utf-8"
+    )
+
+    out, clean = tmp_path / "incremental", tmp_path / "clean"
+    config = load_config(site, out)
+    engine = IncrementalBuilder(config, persist=True, workers=1)
+    assert outcome(lambda: engine.run(None)) is None
+    assert clean_build(site, clean) is None
+    assert not differences(out, clean), differences(out, clean)
+    assert "12.5 tok/s" in (out / f"recipes/{first}/index.html").read_text(encoding="utf-8")
+
+    for value, told in (("13.75", True), ("14.5", False)):
+        rows.write_text(
+            rows.read_text(encoding="utf-8").replace(",12.5,", f",{value},").replace(",13.75,", f",{value},"),
+            encoding="utf-8",
+        )
+        assert outcome(partial(engine.run, {rows} if told else None)) is None
+        assert clean_build(site, clean) is None
+        assert not differences(out, clean), differences(out, clean)
+        shown = {
+            rel: (out / rel).read_text(encoding="utf-8")
+            for rel in (
+                f"recipes/{first}/index.html",
+                f"case-studies/{pages['case-studies']}/index.html",
+                f"news/{pages['posts']}/index.html",
+                f"api/recipes/{first}.json",
+            )
+        }
+        for rel, html in shown.items():
+            assert f"{value} tok/s" in html, rel
+    # A row the figure needs, gone: both builds stop on the same problem.
+    rows.unlink()
+    stopped = outcome(lambda: engine.run({rows}))
+    assert stopped is not None and stopped == clean_build(site, clean)

@@ -566,7 +566,9 @@ def test_kept_parses_and_bodies_go_when_the_builder_changes(
     monkeypatch.setattr(
         Markdown,
         "_render",
-        lambda self, body, faq: dataclasses.replace(real_render(self, body, faq), text="synthetic new text"),
+        lambda self, body, faq, *figures: dataclasses.replace(
+            real_render(self, body, faq, *figures), text="synthetic new text"
+        ),
     )
     engine = IncrementalBuilder(load_config(site, out), workers=1)
     assert engine.build(None).ok

@@ -3,6 +3,7 @@ full rebuild, which must agree with it byte for byte (else it rewrites the page)
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -98,6 +99,45 @@ def test_edited_row_file_replaces_its_old_rows(root: Path, tmp_path: Path) -> No
     assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
 
 
+def _figures(path: Path) -> list[str]:
+    page = BeautifulSoup(path.read_bytes(), "html.parser")
+    return [a.get_text() for a in page.select("a.bound-figure")]
+
+
+def test_a_quick_page_shows_its_figures_from_the_saved_rows(root: Path, tmp_path: Path) -> None:
+    """The recipe's prose quotes its 2026-07-06 row and another recipe's rows: a saved row file
+    moves its own figure on the quick page, and the full build agrees byte for byte."""
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    assert "76.8 tok/s" in _figures(tmp_path / "serve" / PAGE)
+    path = root / "data/rows" / SLUG / "2026-07-06-spark-01.csv"
+    path.write_text(path.read_text().replace(",76.8,", ",77.8,"))
+    quick = preview(frozenset({path}))
+    assert quick.changed == {PAGE}
+    shown = _figures(tmp_path / "serve" / PAGE)
+    assert "77.8 tok/s" in shown and "76.8 tok/s" not in shown and "20.58 GiB" in shown
+    full = preview(quick.followup)
+    assert full.ok and PAGE not in (full.changed or ())
+    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+
+
+def test_a_quick_page_shows_a_figure_added_to_its_body(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    other = "qwen3.6-35b-a3b-fp8-mtp3"
+    recipe.write_text(recipe.read_text() + f"\nSYNTHETIC: {{{{ aggregate_tok_s recipe={other} }}}}.\n")
+    quick = preview(frozenset({recipe}))
+    assert quick.ok and quick.changed == {PAGE}
+    assert "411.6 tok/s" in _figures(tmp_path / "serve" / PAGE)
+    full = preview(quick.followup)
+    assert full.ok and PAGE not in (full.changed or ())
+    # A figure no row supports: no quick page, the build's problem.
+    recipe.write_text(recipe.read_text() + "\nSYNTHETIC: {{ decode_tok_s prompt=99 }}.\n")
+    failed = preview(frozenset({recipe}))
+    assert not failed.ok and failed.followup == frozenset()
+
+
 @pytest.mark.parametrize(
     "bad",
     [
@@ -124,7 +164,8 @@ def test_no_quick_page_for_several_files_or_a_new_recipe(root: Path, tmp_path: P
     assert preview(None).ok
     recipe = root / "content/recipes" / f"{SLUG}.md"
     copy = root / "content/recipes/quick-copy.md"
-    copy.write_text(recipe.read_text())
+    # Without its figures: they quote rows the copy, a new recipe, does not have.
+    copy.write_text(re.sub(r"\{\{.*?\}\}", "a figure", recipe.read_text(), flags=re.S))
     result = preview(frozenset({copy}))
     assert result.ok and result.followup == frozenset()
     assert "recipes/quick-copy/index.html" in (result.changed or ())
