@@ -27,9 +27,17 @@ from builder.content.models import RecipeMeta
 if TYPE_CHECKING:
     from builder.data.load import Site
 
-IMPORT_FORMATS: dict[str, str] = {"vllm bench serve": "vllm-bench", "llama-benchy": "llama-benchy"}
-"""Harness (as a row's ``harness`` starts) to the ``import --from`` format that reads its output; kept
-equal to :data:`builder.importers.FORMATS` by a test."""
+IMPORT_FORMATS: dict[str, str] = {
+    "vllm bench serve": "vllm-bench",
+    "llama-benchy": "llama-benchy",
+    "sglang bench_serving": "sglang",
+    "guidellm": "guidellm",
+    "aiperf": "aiperf",
+    "genai-perf": "aiperf",
+    "llama-bench": "llama-bench",
+}
+"""Tool (as the importers write it at the start of a row's ``harness``) to the ``import --from`` format
+that reads its output; its formats are kept equal to :data:`builder.importers.FORMATS` by a test."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,7 @@ class Reproduction:
     harness: str
     """The benchmark at the row's setting."""
     import_line: str
-    """The ``python -m builder import`` line for the benchmark's output; empty when no importer reads it."""
+    """The ``python -m builder import`` line for the benchmark's output."""
     notes: tuple[str, ...]
     """What the row does not record, and where the commands depart from it because of that."""
     tool: str
@@ -52,7 +60,7 @@ class Reproduction:
         parts = [f"# {_comment(note)}" for note in self.notes]
         parts += ["# 1. serve", self.serve, "# 2. benchmark", self.harness]
         parts.append("# 3. import the result as a row file")
-        parts.append(self.import_line or "# no importer reads this tool's output yet")
+        parts.append(self.import_line)
         return "\n".join(parts) + "\n"
 
 
@@ -127,16 +135,19 @@ def _engine_kind(engine: str) -> str:
     return name
 
 
-_TOOLS = ("vllm bench serve", "llama-benchy", "llama-bench", "sglang bench_serving")
-"""The benchmark tools the site writes commands for (``llama-benchy`` before ``llama-bench``: a prefix)."""
+_TOOLS = tuple(sorted(IMPORT_FORMATS, key=len, reverse=True))
+"""The benchmark tools the site writes commands for, longest first (``llama-benchy`` before
+``llama-bench``: a prefix)."""
 
 
 def _known_tool(harness: str) -> str | None:
-    """The tool a row's ``harness`` names, when the site writes commands for it."""
+    """The tool a row's ``harness`` names, when the site writes commands for it (``genai-perf`` gets
+    AIPerf's, its successor that takes its options)."""
     lowered = harness.lower()
     if "bench_serving" in lowered and "sglang" in lowered:
         return "sglang bench_serving"
-    return next((tool for tool in _TOOLS if lowered.startswith(tool)), None)
+    tool = next((tool for tool in _TOOLS if lowered.startswith(tool)), None)
+    return "aiperf" if tool == "genai-perf" else tool
 
 
 def _own_tool(engine: str) -> str:
@@ -233,28 +244,37 @@ def _setting(row: Mapping[str, Any]) -> _Setting:
     )
 
 
+_SECONDS = 60
+"""How long GuideLLM and AIPerf run at the setting (GuideLLM's documented example runs 60 s)."""
+
+
+def _lengths_and_depth(s: _Setting, tool: str, notes: list[str]) -> None:
+    """Say what of the row's lengths and depth ``tool`` cannot be given."""
+    if s.prompt is None:
+        notes.append(f"The row does not record its prompt length: {tool} uses its default.")
+    if s.output is None:
+        notes.append(f"The row does not record its output length: {tool} uses its default.")
+    if s.context:
+        notes.append(
+            f"The row was measured {s.context:,} tokens deep into a context, which {tool} cannot set "
+            "(llama-benchy's --depth can): the benchmark measures it at depth 0."
+        )
+
+
 def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
     """The options that set the load: prompt and output lengths, concurrency, rate (vLLM and SGLang)."""
     out = []
     if s.prompt is not None:
         out.append(f"--random-input-len {s.prompt}")
-    else:
-        notes.append(f"The row does not record its prompt length: {tool} uses its default.")
     if s.output is not None:
         out.append(f"--random-output-len {s.output}")
-    else:
-        notes.append(f"The row does not record its output length: {tool} uses its default.")
+    _lengths_and_depth(s, tool, notes)
     if s.concurrency is not None:
         out.append(f"--max-concurrency {s.concurrency}")
     if s.rate is not None:
         out.append(f"--request-rate {_number(s.rate)}")
         if s.burstiness is not None:
             out.append(f"--burstiness {_number(s.burstiness)}")
-    if s.context:
-        notes.append(
-            f"The row was measured {s.context:,} tokens deep into a context, which {tool} cannot set "
-            "(llama-benchy's --depth can): the benchmark measures it at depth 0."
-        )
     return out
 
 
@@ -285,7 +305,7 @@ def _harness(
     if tool == "sglang bench_serving":
         out = f"{stem}.jsonl"
         lines = [
-            "python -m sglang.bench_serving --backend sglang",
+            "python -m sglang.bench_serving --backend sglang" + (f" --port {port}" if port != 30000 else ""),
             f"--model {model}",
             "--dataset-name random --random-range-ratio 1",
             *_load_options(s, tool, notes),
@@ -307,7 +327,13 @@ def _harness(
             notes.append("llama-bench runs one stream: it cannot measure the row's concurrency or rate.")
         lines.append(f"-o json > {_q(out)}")
         return " \\\n  ".join(lines), out
-    # llama-benchy, the last of _TOOLS
+    if tool == "guidellm":
+        return _guidellm(meta, s, stem, port, notes)
+    if tool == "aiperf":
+        if str(row.get("harness") or "").lower().startswith("genai-perf"):
+            notes.append("The row was measured with genai-perf: the command runs its successor AIPerf.")
+        return _aiperf(meta, s, stem, port, notes)
+    # llama-benchy
     out = f"{stem}.json"
     lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
     if s.prompt is not None:
@@ -328,16 +354,73 @@ def _harness(
     return " \\\n  ".join(lines), out
 
 
+def _guidellm(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[str, str]:
+    """``guidellm benchmark`` (its CLI from 0.3 to 0.6) at the row's setting, writing its JSON report."""
+    out = f"{stem}.json"
+    lines = [f"guidellm benchmark --target http://127.0.0.1:{port}"]
+    lines.append(f"--model {_q(meta.served_model or meta.checkpoint)}")
+    if meta.served_model:
+        lines.append(f"--processor {_q(meta.checkpoint)}")
+    if s.rate is not None and not (math.isinf(s.rate) and s.concurrency):
+        if math.isinf(s.rate):
+            lines.append("--rate-type throughput")
+        else:
+            # Poisson arrivals are burstiness 1; guidellm's other open-loop rate is evenly spaced
+            kind = "poisson" if s.burstiness == 1 else "constant"
+            lines.append(f"--rate-type {kind} --rate {_number(s.rate)}")
+        if s.concurrency:
+            notes.append(
+                "guidellm cannot cap the concurrency of a run at a rate: the command sets the rate only."
+            )
+    else:
+        lines.append(f"--rate-type concurrent --rate {s.concurrency or 1}")
+    data = [f"prompt_tokens={s.prompt}"] if s.prompt is not None else []
+    data += [f"output_tokens={s.output}"] if s.output is not None else []
+    if data:
+        lines.append(f"--data {_q(','.join(data))}")
+    _lengths_and_depth(s, "guidellm", notes)
+    lines.append(f"--max-seconds {_SECONDS}")
+    lines.append(f"--output-path {_q(out)}")
+    return " \\\n  ".join(lines), out
+
+
+def _aiperf(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[str, str]:
+    """``aiperf profile`` at the row's setting; it writes ``profile_export_aiperf.json`` into its
+    artifact folder."""
+    lines = [f"aiperf profile --model {_q(meta.served_model or meta.checkpoint)}"]
+    if meta.served_model:
+        lines.append(f"--tokenizer {_q(meta.checkpoint)}")
+    lines.append(f"--url 127.0.0.1:{port} --endpoint-type chat --streaming")
+    if s.prompt is not None:
+        lines.append(f"--synthetic-input-tokens-mean {s.prompt} --synthetic-input-tokens-stddev 0")
+    if s.output is not None:
+        # without ignore_eos a request may stop before its output length
+        lines.append(
+            f"--output-tokens-mean {s.output} --output-tokens-stddev 0 --extra-inputs ignore_eos:true"
+        )
+    _lengths_and_depth(s, "aiperf", notes)
+    if s.concurrency:
+        lines.append(f"--concurrency {s.concurrency}")
+    if s.rate is not None and not math.isinf(s.rate):
+        lines.append(f"--request-rate {_number(s.rate)}")
+        if s.burstiness is not None and s.burstiness != 1:
+            notes.append("aiperf sends at a constant or Poisson rate: it cannot set the row's burstiness.")
+    elif s.rate is not None and not s.concurrency:
+        notes.append("aiperf cannot send every request at once: set --request-rate or --concurrency.")
+    lines.append(f"--benchmark-duration {_SECONDS}")
+    lines.append(f"--artifact-dir {_q(stem)}")
+    return " \\\n  ".join(lines), f"{stem}/profile_export_aiperf.json"
+
+
 def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> str:
-    fmt = next((f for name, f in IMPORT_FORMATS.items() if tool == name), None)
-    if fmt is None:
-        notes.append(f"No importer reads {tool} output yet: write the row file by hand (CONTRIBUTING.md).")
-        return ""
+    fmt = IMPORT_FORMATS[tool]
     words = [
         f"python -m builder import --from {fmt} {_q(out)}",
         f"--recipe {_q(slug)}",
         f"--node {_q(row['node'])}",
     ]
+    if fmt == "sglang":  # its output records no date: the day the import runs
+        words.append('--date "$(date -u +%F)"')
     version = row.get("engine_version")
     if fmt != "vllm-bench":  # vllm bench serve records them through --metadata
         if version and version != "unknown":

@@ -160,11 +160,85 @@ def test_what_the_row_does_not_record_is_left_out_and_said() -> None:
     assert "--engine-version" not in _words(rep.import_line)
 
 
-def test_a_harness_no_importer_reads_has_no_import_line() -> None:
-    rep = reproduce(META, "tiny", _row(engine="sglang"))
-    assert rep.tool == "sglang bench_serving" and rep.import_line == ""
-    assert any("No importer reads sglang bench_serving output" in note for note in rep.notes)
-    assert "no importer reads" in rep.text()
+def test_sglang_bench_serving_and_its_import_line_dates_the_run() -> None:
+    rep = reproduce(META, "tiny", _row(engine="sglang", output_tokens=128, concurrency=16))
+    assert rep.tool == "sglang bench_serving"
+    words = _words(rep.harness)
+    assert words[:3] == ["python", "-m", "sglang.bench_serving"] and "--port" not in words  # its default
+    assert _option(words, "--max-concurrency") == "16" and _option(words, "--random-output-len") == "128"
+    imp = _words(rep.import_line)
+    assert _option(imp, "--from") == "sglang" and imp[6] == _option(words, "--output-file")
+    # its JSON Lines record no date: the shell gives the day of the import
+    assert _option(imp, "--date") == "$(date -u +%F)"
+    assert '--date "$(date -u +%F)"' in rep.import_line
+
+
+@pytest.mark.parametrize(
+    ("cells", "profile"),
+    [
+        ({"concurrency": 4}, ["--rate-type", "concurrent", "--rate", "4"]),
+        (
+            {"concurrency": None, "request_rate": 2.5, "burstiness": 1.0},
+            ["--rate-type", "poisson", "--rate", "2.5"],
+        ),
+        ({"concurrency": None, "request_rate": 2.5}, ["--rate-type", "constant", "--rate", "2.5"]),
+        ({"concurrency": None, "request_rate": float("inf")}, ["--rate-type", "throughput"]),
+        ({"concurrency": 8, "request_rate": float("inf")}, ["--rate-type", "concurrent", "--rate", "8"]),
+    ],
+)
+def test_guidellm_at_the_rows_setting(cells: dict[str, Any], profile: list[str]) -> None:
+    rep = reproduce(META, "tiny", _row(harness="guidellm 0.4.0", output_tokens=128, **cells))
+    assert rep.tool == "guidellm"
+    words = _words(rep.harness)
+    assert words[:4] == ["guidellm", "benchmark", "--target", "http://127.0.0.1:8000"]
+    start = words.index("--rate-type")
+    assert words[start : start + len(profile)] == profile
+    assert _option(words, "--data") == "prompt_tokens=2048,output_tokens=128"
+    imp = _words(rep.import_line)
+    assert _option(imp, "--from") == "guidellm" and imp[6] == _option(words, "--output-path")
+
+
+def test_guidellm_says_it_cannot_cap_a_rate() -> None:
+    rep = reproduce(META, "tiny", _row(harness="guidellm", request_rate=2.5, concurrency=4))
+    assert "--rate-type constant --rate 2.5" in rep.harness
+    assert (
+        "guidellm cannot cap the concurrency of a run at a rate: the command sets the rate only." in rep.notes
+    )
+
+
+@pytest.mark.parametrize("harness", ["aiperf 0.1.1", "genai-perf"])
+def test_aiperf_at_the_rows_setting_for_aiperf_and_genai_perf_rows(harness: str) -> None:
+    meta = META.model_copy(update={"served_model": "tiny"})
+    rep = reproduce(meta, "tiny", _row(harness=harness, output_tokens=64, concurrency=2, request_rate=1.5))
+    assert rep.tool == "aiperf"
+    words = _words(rep.harness)
+    assert words[:2] == ["aiperf", "profile"]
+    for option, value in (
+        ("--model", "tiny"),
+        ("--tokenizer", "example/tiny-fp8"),
+        ("--synthetic-input-tokens-mean", "2048"),
+        ("--output-tokens-mean", "64"),
+        ("--concurrency", "2"),
+        ("--request-rate", "1.5"),
+        ("--artifact-dir", "tiny-p2048-o64-c2-r1.5"),
+    ):
+        assert _option(words, option) == value, option
+    imp = _words(rep.import_line)
+    assert _option(imp, "--from") == "aiperf"
+    assert imp[6] == "tiny-p2048-o64-c2-r1.5/profile_export_aiperf.json"
+    assert "--date" not in imp and "--concurrency" not in imp  # the JSON export records both
+    said = "The row was measured with genai-perf: the command runs its successor AIPerf."
+    assert (said in rep.notes) == (harness == "genai-perf")
+
+
+def test_the_tools_the_importers_name_are_known() -> None:
+    known = reproduce_module._known_tool
+    assert known("guidellm 0.4.0") == "guidellm" and known("aiperf 0.1.1") == "aiperf"
+    assert known("genai-perf") == "aiperf" and known("llama-bench b5000") == "llama-bench"
+    assert (
+        known("llama-benchy 0.3.2") == "llama-benchy"
+        and known("sglang bench_serving") == "sglang bench_serving"
+    )
 
 
 def test_a_harness_the_site_has_no_command_for_falls_back_to_the_engines_own() -> None:
