@@ -131,7 +131,9 @@ def test_the_warning_in_every_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["check", "--root", root, "--format", "json"]) == 0
     warnings = json.loads(capsys.readouterr().out)["warnings"]
     path, line, message = WRONG_MESSAGE.split(":", 2)
-    assert [w for w in warnings if w.get("kind") == "prose_figure"] == [{"kind": "prose_figure", "path": path, "line": int(line), "message": message[1:]}]
+    assert [w for w in warnings if w.get("kind") == "prose_figure"] == [
+        {"kind": "prose_figure", "path": path, "line": int(line), "message": message[1:]}
+    ]
     assert main(["check", "--root", root]) == 0
     assert f"{WRONG_MESSAGE} (warning)" in capsys.readouterr().out.splitlines()
     assert main(["check", "--root", root, "--format", "github"]) == 0
