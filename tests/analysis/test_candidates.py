@@ -134,7 +134,7 @@ def tables(draw: st.DrawFn) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=75, deadline=None, derandomize=True)
 @given(tables(), st.booleans())
 def test_candidate_trials_are_those_of_the_rule_read_plainly(table: pa.Table, exhaustive: bool) -> None:
     got = candidate_trials(table, exhaustive=exhaustive)
@@ -154,7 +154,7 @@ def test_candidate_trials_of_some_recipes_are_theirs_in_the_whole_table(
     assert rows == [row for row in reference(table.to_pylist(), exhaustive) if row[1] in recipes]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(
     st.lists(
         st.one_of(st.integers(-5, 5), st.integers(-(2**40), 2**40), st.integers(0, 1 << 23)),

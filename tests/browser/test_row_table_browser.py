@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_accessibility import VIEWPORTS
+from tests.browser.axe import VIEWPORTS
 from tests.browser.test_site import RECIPE
 
 ROW_LINES = """() => [...document.querySelectorAll('table.rows tbody tr')].map(tr => {

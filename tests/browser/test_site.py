@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.browser.axe import axe_violations, report
+
 RECIPE = "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/"
 MARLIN_Q = "The MoE backend line says MARLIN, not FLASHINFER_CUTLASS. Did I misconfigure something?"
 
@@ -104,6 +106,9 @@ def test_every_page_kind_loads_cleanly(
     assert page.locator("h1").count() == 1
     assert page.locator("main#main").count() == 1
     page.screenshot(path=str(screenshots / f"{kind}-{scheme}.png"), full_page=True)
+    if scheme == "light":  # axe-core on a desktop (the phone: the test below)
+        violations = axe_violations(page)
+        assert violations == [], report(violations)
 
 
 @pytest.mark.parametrize("kind", list(PAGE_KINDS))
@@ -115,6 +120,8 @@ def test_every_page_kind_fits_a_phone(opened: Any, base_url: str, screenshots: P
     # wide tables scroll inside their own box; nothing may push the page itself sideways
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert visit.errors == []
+    violations = axe_violations(page)
+    assert violations == [], report(violations)
 
 
 def test_flags_and_values_are_not_broken_on_a_desktop(opened: Any, base_url: str) -> None:

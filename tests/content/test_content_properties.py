@@ -19,7 +19,7 @@ from tests.conftest import SITES
 
 REL = "content/recipes/prop.md"
 PROPERTY = settings(
-    max_examples=60, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=40, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

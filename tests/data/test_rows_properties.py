@@ -49,7 +49,7 @@ FIELDS = (
     "notes",
 )
 PROPERTY = settings(
-    max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    max_examples=25, deadline=5000, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 
 # Cells that are valid for some field, and the ways real files get them wrong.
