@@ -51,6 +51,16 @@ class PageEntry:
     """Hash of the front matter alone: listing pages depend on it, not on the body."""
 
 
+def read_content(rel: str, path: Path, problems: Problems) -> bytes | None:
+    """The bytes of the content file ``rel``, or None with the reason in ``problems`` (not a regular
+    file, unreadable, or gone since the scan)."""
+    try:
+        return read_regular(path)
+    except (FileNotFoundError, InputError) as exc:
+        problems.error(rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading")
+        return None
+
+
 class SiteLoader:
     """How :func:`load_site` gets each file's load: read and parsed now. The engine's subclass
     (:class:`builder.engine.loadcache.LoadCache`) keeps each file's load by its content hash and
@@ -61,14 +71,8 @@ class SiteLoader:
 
     def page(self, rel: str, path: Path, parse: Callable[[bytes, Problems], Any], problems: Problems) -> Any:
         """The page of the content file ``rel`` (None when invalid), its problems in ``problems``."""
-        try:
-            data = read_regular(path)
-        except (FileNotFoundError, InputError) as exc:
-            problems.error(
-                rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading"
-            )
-            return None
-        return parse(data, problems)
+        data = read_content(rel, path, problems)
+        return None if data is None else parse(data, problems)
 
     def load_content(self, root: Path) -> Content:
         """Every content page (after the rows: see :func:`load_site`)."""

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.data.load import PageEntry, SiteLoader
+from builder.data.load import PageEntry, SiteLoader, read_content
 from builder.engine.inputs import digest_bytes
 from builder.engine.memo import Memo
 from builder.errors import Problem, Problems
-from builder.files import InputError, read_regular
 
 if TYPE_CHECKING:
     import duckdb
@@ -118,12 +117,8 @@ class LoadCache(SiteLoader):
         digest = (self._scanned or {}).get(rel)
         entry: PageEntry | None = self.memo.get(("page", rel, digest)) if digest is not None else None
         if entry is None:
-            try:
-                data = read_regular(path)
-            except (FileNotFoundError, InputError) as exc:
-                problems.error(
-                    rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading"
-                )
+            data = read_content(rel, path, problems)
+            if data is None:
                 return None
             key = ("page", rel, digest_bytes(data))
             entry = self.memo.get(key)

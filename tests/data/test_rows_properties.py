@@ -335,7 +335,7 @@ def test_parquet_rows_load_exactly(rows: list[dict[str, Any]]) -> None:
 _NAME = st.text(alphabet="ab-_.Z09", min_size=1, max_size=5)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(
     st.lists(
         st.tuples(

@@ -64,16 +64,16 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
     path.write_text(path.read_text(encoding="utf-8") + "\nAn edit.\n", encoding="utf-8")
     cache.scanned = dict(scan_inputs(config).digests)
     read: list[str] = []
-    from builder.engine import loadcache
+    from builder.data import load
 
-    real = loadcache.read_regular
+    real = load.read_regular
 
     def spy(path: str | Path) -> bytes:
         if "content" in Path(path).parts:
             read.append(Path(path).relative_to(root).as_posix())
         return real(path)
 
-    monkeypatch.setattr(loadcache, "read_regular", spy)
+    monkeypatch.setattr(load, "read_regular", spy)
     again = load_site(config, Problems(), loader=cache)
     assert read == [edited.doc.rel]
     assert again.recipes[edited.slug].doc.body.endswith("An edit.\n")
