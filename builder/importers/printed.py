@@ -195,6 +195,24 @@ LABELS: dict[str, str] = {
 _REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
 
 
+SUMMARY_BANNER = "============ Serving Benchmark Result ============"
+
+
+def read_printed(
+    display: str, data: bytes, problems: Problems, tool: str, expected: str
+) -> list[Measurement] | None:
+    """The printed summaries of ``tool`` (whose harness is its name), or ``None`` when ``data`` is
+    JSON for the caller to read; text holding no summary is an error saying what was ``expected``."""
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return None
+    printed = read_summaries(display, data, problems, tool, tool)
+    if printed is not None:
+        return printed
+    if not problems.errors:
+        problems.error(display, None, f"not {tool} output: expected {expected}")
+    return []
+
+
 def read_summaries(
     display: str, data: bytes, problems: Problems, tool: str, harness: str
 ) -> list[Measurement] | None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from builder.errors import Problems
 from builder.importers import Measurement, load_json_lines
-from builder.importers.printed import read_summaries
+from builder.importers.printed import SUMMARY_BANNER, read_printed
 from builder.importers.serving import Result, measurement
 
 TOOL = "sglang bench_serving"
@@ -24,18 +24,15 @@ _REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_t
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
-    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        printed = read_summaries(display, data, problems, TOOL, TOOL)
-        if printed is not None:
-            return printed
-        if not problems.errors:
-            problems.error(
-                display,
-                None,
-                "not sglang bench_serving output: expected its printed summary "
-                "(============ Serving Benchmark Result ============) or its --output-file JSON Lines",
-            )
-        return []
+    printed = read_printed(
+        display,
+        data,
+        problems,
+        TOOL,
+        "its printed summary (" + SUMMARY_BANNER + ") or its --output-file JSON Lines",
+    )
+    if printed is not None:
+        return printed
     out: list[Measurement] = []
     name = PurePath(display).name
     for number, obj in load_json_lines(display, data, problems, "an sglang bench_serving JSONL file", True):

@@ -17,7 +17,7 @@ from typing import Any
 
 from builder.errors import Problems
 from builder.importers import META_FIELDS, Measurement, NotANumber, load_json, load_json_lines
-from builder.importers.printed import read_summaries
+from builder.importers.printed import SUMMARY_BANNER, read_printed
 from builder.importers.serving import Result, measurement
 
 HARNESS = "vllm bench serve"
@@ -52,18 +52,15 @@ def _wrong_format(obj: Any) -> str | None:
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
-    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        printed = read_summaries(display, data, problems, "vllm bench serve", HARNESS)
-        if printed is not None:
-            return printed
-        if not problems.errors:
-            problems.error(
-                display,
-                None,
-                "not vllm bench serve output: expected the JSON of --save-result or the printed summary "
-                "(============ Serving Benchmark Result ============)",
-            )
-        return []
+    printed = read_printed(
+        display,
+        data,
+        problems,
+        HARNESS,
+        "the JSON of --save-result or the printed summary (" + SUMMARY_BANNER + ")",
+    )
+    if printed is not None:
+        return printed
     what = "a 'vllm bench serve --save-result' file"
     if _is_json_lines(data):
         # --append-result adds one result per line
