@@ -40,8 +40,9 @@ class InputError(Exception):
 class Listing:
     """What :func:`walk` found under a folder, by ``/``-separated key (prefix + relative path)."""
 
-    files: dict[str, tuple[str, os.stat_result]] = field(default_factory=dict)
-    """Regular files: key → (absolute path, ``lstat`` result)."""
+    files: dict[str, os.DirEntry[str]] = field(default_factory=dict)
+    """Regular files: key → their entry (``entry.path``; ``entry.stat(follow_symlinks=False)`` is
+    the ``lstat`` result, asked for only by those who need it)."""
     refused: dict[str, str] = field(default_factory=dict)
     """Symbolic links and special files: key → why they are refused."""
     folders: list[str] = field(default_factory=list)
@@ -79,7 +80,7 @@ def walk(
                         listing.folders.append(key + "/")
                         stack.append((key + "/", entry.path))
                 elif entry.is_file(follow_symlinks=False):
-                    listing.files[key] = (entry.path, entry.stat(follow_symlinks=False))
+                    listing.files[key] = entry
                 else:
                     listing.refused[key] = SPECIAL
             except FileNotFoundError:

@@ -120,25 +120,11 @@ def _boundaries(keys: list[tuple[np.ndarray, int]], split: int) -> tuple[np.ndar
     return order, new_setting, new_run
 
 
-def candidate_trials(
-    table: pa.Table, *, exhaustive: bool = False, rows: np.ndarray | None = None
-) -> pa.Table:
-    """The trials of every group that could hold a finding (``exhaustive``: of every group of two
-    runs or more), as columns :data:`TRIAL_COLUMNS`, ordered by setting, metric, date, run class
-    and position.
-
-    ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
-    codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
-    consider (whole recipes: a group is never cut), else all.
-    """
-    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
-    if rows is not None:
-        valid_prompt = valid_prompt & rows
-    empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
-    if not valid_prompt.any():
-        return empty
-    everything = bool(valid_prompt.all())
-    kept = None if everything else np.flatnonzero(valid_prompt)
+def _sorted_runs(table: pa.Table, chosen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``chosen`` rows of ``table`` (a mask) sorted by setting, date, time and run class:
+    their positions in the table in that order, and where a setting and a run start."""
+    everything = bool(chosen.all())
+    kept = None if everything else np.flatnonzero(chosen)
 
     def column_of(array: pa.ChunkedArray) -> np.ndarray:
         values: np.ndarray = array.to_numpy(zero_copy_only=False)
@@ -164,10 +150,40 @@ def candidate_trials(
                 _ranks(table.column(name) if kept is None else pc.take(table.column(name), pa.array(kept)))
             )
     order, new_setting, new_run = _boundaries(keys, len(_SETTING))
-    del keys
-    # ``order`` indexes the kept rows; ``source_of`` the table.
-    source_of = order if kept is None else kept[order]
-    n = len(order)
+    return (order if kept is None else kept[order]), new_setting, new_run
+
+
+def lone_setting_rows(table: pa.Table) -> np.ndarray:
+    """Positions in ``table`` of the rows with a prompt length whose setting only one run measured
+    (a table of :func:`candidate_trials`' form)."""
+    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
+    if not valid_prompt.any():
+        return np.zeros(0, dtype=np.int64)
+    source_of, new_setting, new_run = _sorted_runs(table, valid_prompt)
+    setting_of_row = np.cumsum(new_setting) - 1
+    runs = np.bincount(setting_of_row[new_run], minlength=int(setting_of_row[-1]) + 1)
+    return np.sort(source_of[runs[setting_of_row] == 1])
+
+
+def candidate_trials(
+    table: pa.Table, *, exhaustive: bool = False, rows: np.ndarray | None = None
+) -> pa.Table:
+    """The trials of every group that could hold a finding (``exhaustive``: of every group of two
+    runs or more), as columns :data:`TRIAL_COLUMNS`, ordered by setting, metric, date, run class
+    and position.
+
+    ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
+    codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
+    consider (whole recipes: a group is never cut), else all.
+    """
+    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
+    if rows is not None:
+        valid_prompt = valid_prompt & rows
+    empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
+    if not valid_prompt.any():
+        return empty
+    source_of, new_setting, new_run = _sorted_runs(table, valid_prompt)
+    n = len(source_of)
     setting_of_row = np.cumsum(new_setting) - 1
     run_starts = np.flatnonzero(new_run)
     run_sizes = np.diff(np.append(run_starts, n))

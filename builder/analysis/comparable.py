@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from builder.analysis.candidates import lone_setting_rows
+from builder.analysis.run_groups import Combinations, combinations, run_codes
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -44,42 +49,26 @@ def _setting_text(prompt: int, context: int, concurrency: int | None, rate: floa
     return ", ".join(parts)
 
 
-def not_compared(site: Site) -> list[NotCompared]:
-    """Every row that can take part in no comparison, in row order, with the reason."""
-    if site.rows.num_rows == 0:
+def not_compared(site: Site, combos: Combinations | None = None) -> list[NotCompared]:
+    """Every row that can take part in no comparison, in row order, with the reason.
+
+    Runs and settings are those :mod:`builder.analysis.findings` compares (flags and env by their
+    normalised form), counted on the integer codes of :mod:`builder.analysis.run_groups`."""
+    rows = site.rows
+    if rows.num_rows == 0:
         return []
-    nodes = pa.table({"id": list(site.nodes), "hardware": [node.hardware for node in site.nodes.values()]})
-    con = site.con
-    con.register("_node_hw", nodes)
-    try:
-        found = con.execute(
-            """
-            WITH r AS (
-                SELECT rows.*, _node_hw.hardware,
-                    [date::VARCHAR, coalesce(time, ''), node, engine_version, coalesce(engine_build, ''),
-                     coalesce(flags, ''), coalesce(env, '')] AS run
-                FROM rows JOIN _node_hw ON rows.node = _node_hw.id
-            ), settings AS (
-                SELECT recipe, hardware, prompt_tokens, context_tokens, concurrency, request_rate,
-                    count(DISTINCT run) AS runs
-                FROM r WHERE prompt_tokens IS NOT NULL
-                GROUP BY ALL
-            )
-            SELECT r.row_id, r.file_id, r.file_row, r.recipe, r.prompt_tokens, r.context_tokens,
-                r.concurrency, r.request_rate, s.runs
-            FROM r LEFT JOIN settings s
-                ON r.recipe = s.recipe AND r.hardware = s.hardware AND r.prompt_tokens = s.prompt_tokens
-                AND r.context_tokens = s.context_tokens
-                AND r.concurrency IS NOT DISTINCT FROM s.concurrency
-                AND r.request_rate IS NOT DISTINCT FROM s.request_rate
-            WHERE r.prompt_tokens IS NULL OR s.runs = 1
-            ORDER BY r.row_id
-            """
-        ).fetchall()
-    finally:
-        con.unregister("_node_hw")
+    codes = run_codes(site, combos if combos is not None else combinations(site)).table
+    unknown = np.flatnonzero(pc.is_null(codes.column("prompt_tokens")).to_numpy(zero_copy_only=False))
+    positions = np.concatenate([unknown, lone_setting_rows(codes)])
+    row_id = rows.column("row_id").to_numpy()[positions]
+    positions = positions[np.argsort(row_id, kind="stable")]
+    shown = rows.select(
+        ["file_id", "file_row", "recipe", "prompt_tokens", "context_tokens", "concurrency", "request_rate"]
+    ).take(pa.array(positions))
     out = []
-    for _row_id, file_id, file_row, recipe, prompt, context, concurrency, rate, _runs in found:
+    for file_id, file_row, recipe, prompt, context, concurrency, rate in zip(
+        *(column.to_pylist() for column in shown.columns), strict=True
+    ):
         if prompt is None:
             message = UNKNOWN_PROMPT
         else:

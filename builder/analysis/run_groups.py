@@ -149,6 +149,11 @@ class _Codes:
         self.table = pa.table(columns)
 
 
+def run_codes(site: Site, combos: Combinations) -> _Codes:
+    """Every row as the integer codes of its setting and run (``pos``: its position in ``site.rows``)."""
+    return _Codes(site, combos)
+
+
 def _canonical(text: str, canon: Callable[[str], str]) -> str:
     try:
         return canon(text)

@@ -330,12 +330,19 @@ def _typed_table(raw: pa.Table) -> pa.Table:
         "file_id": raw.column("_file"),
         "file_row": raw.column("_row"),
     }
+    absent: dict[pa.DataType, pa.Array] = {}
     for column in ROW_SCHEMA.values():
         cells = raw.column(column.name)
         # Required cells are never empty here; an optional one empty is "not measured" or "not recorded".
         nulls = column.words if column.required else ("", *column.words)
         if nulls:
             cells = _as_null(cells, *nulls)
+        if column.kind != "text" and column.empty is None and cells.null_count == len(cells):
+            # A column no row gives: every such column of a type shares one array of nulls (most of
+            # the optional columns, each otherwise eight bytes a row).
+            kind = ARROW_TYPES[column.kind]
+            out[column.name] = absent.setdefault(kind, pa.nulls(len(cells), kind))
+            continue
         if column.kind != "text":
             cells = pc.cast(cells, ARROW_TYPES[column.kind])
         if column.empty is not None:
@@ -479,15 +486,19 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
 
     The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
     """
-    numbers = [pool.submit(_number_ok, raw.column(column)) for column in _PLAIN_NUMBERS]
-    numbers += [pool.submit(_text_ok, raw.column(column)) for column in TEXT_ROW_FIELDS]
-    given = pool.submit(_metric_given, raw)
+    # A column no file gives (most optional ones) is null throughout: nothing in it to check.
+    given = [name for name in raw.column_names if raw.column(name).null_count < raw.num_rows]
+    numbers = [pool.submit(_number_ok, raw.column(column)) for column in _PLAIN_NUMBERS if column in given]
+    numbers += [pool.submit(_text_ok, raw.column(column)) for column in TEXT_ROW_FIELDS if column in given]
+    measured = pool.submit(_metric_given, raw)
     encoded = list(pool.map(_dictionary, [raw.column(column) for column in _BY_VALUE]))
     ok = _values_ok(con, encoded, raw.num_rows)
     for future in numbers:
         ok &= future.result()
-    ok &= given.result()
+    ok &= measured.result()
     for metric, spread in SPREADS.items():
+        if spread not in given:
+            continue
         alone = pc.and_(pc.invert(_blank_cells(raw.column(spread))), _blank_cells(raw.column(metric)))
         ok &= ~alone.to_numpy()
     for column in _NEEDED:

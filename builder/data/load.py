@@ -301,7 +301,8 @@ def _content_files(
     listing = walk(directory)
     names: list[str] = []
     others: list[list[str]] = []
-    for key, (path, _st) in listing.files.items():
+    for key, entry in listing.files.items():
+        path = entry.path
         parts = key.split("/")
         if len(parts) == 1 and key.endswith(".md"):
             if readable(path):

@@ -361,7 +361,8 @@ def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> 
     """
     listing = walk(root / "data" / "rows", "data/rows/")
     found: list[tuple[str, str, str, str]] = []
-    for name, (path, _st) in listing.files.items():
+    for name, entry in listing.files.items():
+        path = entry.path
         entry_name = name.rsplit("/", 1)[-1]
         dot = entry_name.rfind(".")
         # os.path.splitext's suffix: none when only dots come before the last one.

@@ -128,9 +128,10 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
     convert = Finding.as_json if full else brief
     if not problems:
         prose_problems(site, problems, strict=strict)
-    findings = [] if problems else converted_findings(site, annotations, problems, convert)
-    if not problems:
-        for row in not_compared(site):
+    combos = None if problems else combinations(site)
+    findings = [] if combos is None else converted_findings(site, annotations, problems, convert, combos)
+    if combos is not None:
+        for row in not_compared(site, combos):
             parsed = site.row_files[row.file_id]
             problems.warn(parsed.source.rel, parsed.line_of(row.file_row), row.message, kind="not_compared")
     stats["findings"] = len(findings)
@@ -169,6 +170,7 @@ def converted_findings(
     annotations: Sequence[LocatedAnnotation],
     problems: Problems,
     convert: Callable[[Finding], T],
+    combos: Combinations | None = None,
     *,
     parts: int | None = None,
 ) -> list[T]:
@@ -182,7 +184,8 @@ def converted_findings(
     JSON). ``parts`` defaults to one per core (at most 4) from :data:`SPLIT_ROWS` rows on, else 1.
     Row statuses are not computed: only findings.
     """
-    combos = combinations(site)  # DuckDB is not fork-safe: queried here, before any fork
+    if combos is None:
+        combos = combinations(site)  # DuckDB is not fork-safe: queried here, before any fork
     if parts is None:
         parts = min(len(os.sched_getaffinity(0)), 4) if site.rows.num_rows >= SPLIT_ROWS else 1
     shares = _recipe_shares(site, combos, max(parts, 1))

@@ -90,7 +90,12 @@ def _walk(
     prefix: str, folder: Path, found: dict[str, tuple[str, os.stat_result]], refused: dict[str, str]
 ) -> None:
     listing = walk(folder, prefix)
-    found.update((key, item) for key, item in listing.files.items() if not key.endswith((".pyc", ".pyo")))
+    for key, entry in listing.files.items():
+        if not key.endswith((".pyc", ".pyo")):
+            try:
+                found[key] = (entry.path, entry.stat(follow_symlinks=False))
+            except FileNotFoundError:
+                continue  # removed since the walk
     refused.update(listing.refused)
 
 
