@@ -7,6 +7,7 @@ Every test in this folder is marked ``browser``; without /usr/bin/chromium they 
 from __future__ import annotations
 
 import functools
+import os
 import http.server
 import threading
 from collections.abc import Iterator
@@ -83,7 +84,11 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def screenshots() -> Path:
+def screenshots() -> Path | None:
+    """Where the page-kind tests save a picture of each page, for a person to look at; None (no
+    pictures, which cost a quarter of the browser tests' time) unless ``SCREENSHOTS=1`` is set."""
+    if os.environ.get("SCREENSHOTS") != "1":
+        return None
     SCREENSHOTS.mkdir(exist_ok=True)
     return SCREENSHOTS
 
