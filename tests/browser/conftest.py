@@ -7,8 +7,8 @@ Every test in this folder is marked ``browser``; without /usr/bin/chromium they 
 from __future__ import annotations
 
 import functools
-import os
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path

@@ -132,7 +132,9 @@ def test_every_page_kind_loads_cleanly(
 
 
 @pytest.mark.parametrize("kind", list(PAGE_KINDS))
-def test_every_page_kind_fits_a_phone(opened: Any, base_url: str, screenshots: Path | None, kind: str) -> None:
+def test_every_page_kind_fits_a_phone(
+    opened: Any, base_url: str, screenshots: Path | None, kind: str
+) -> None:
     page, visit = opened(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page.goto(base_url + PAGE_KINDS[kind])
     _scroll_through(page)
