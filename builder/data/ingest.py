@@ -396,6 +396,8 @@ def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray
     for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
         values = codes.chunk(0).dictionary if codes.num_chunks else pa.array([], pa.string())
         dictionaries.append(values)
+        if not len(values):
+            continue  # a column no row gives: its null cells are judged below without a query
         con.register(
             f"_values{number}",
             pa.table({column: values, "_i": pa.array(np.arange(len(values), dtype=np.int32))}),
@@ -407,11 +409,13 @@ def _values_ok(con: duckdb.DuckDBPyConnection, encoded: Sequence[pa.ChunkedArray
         selects.append(
             f"SELECT {number} AS c, _i FROM (SELECT *{extra} FROM _values{number}) WHERE {' AND '.join(conditions)}"
         )
+    empty = {"c": np.zeros(0, np.int32), "_i": np.zeros(0, np.int32)}
     try:
-        good = con.execute(" UNION ALL ".join(selects)).fetchnumpy()
+        good = con.execute(" UNION ALL ".join(selects)).fetchnumpy() if selects else empty
     finally:
-        for number in range(len(_BY_VALUE)):
-            con.unregister(f"_values{number}")
+        for number, values in enumerate(dictionaries):
+            if len(values):
+                con.unregister(f"_values{number}")
     ok = np.ones(rows, dtype=bool)
     for number, (column, codes) in enumerate(zip(_BY_VALUE, encoded, strict=True)):
         if not codes.num_chunks:

@@ -436,7 +436,8 @@ def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[Pars
         batches = CsvBatches(_batch_header, pool)
         for index, source in enumerate(files):
             data = source.read()
-            if source.kind == "csv" and batches.add(index, source, data):
+            # A lone file is parsed alone: a batch would only add its buffer (the preview's saves).
+            if source.kind == "csv" and len(files) > 1 and batches.add(index, source, data):
                 continue
             alone.append((index, source, data))
         batches.finish()
