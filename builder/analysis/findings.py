@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 import math
 import statistics
@@ -321,7 +322,9 @@ def _canon_flags(text: str | None) -> Any:
 def order_runs(runs: Sequence[Run], meta: RecipeMeta | None) -> None:
     """Give each run its ``rank``, never by value: by date; on one date by the time of day when every
     run of that date records one, else by engine version (PEP 440), else the run that matches the
-    recipe (engine version and flags) first -- it is then the reference."""
+    recipe (engine version and flags) first -- it is then the reference. Runs still tied (one date,
+    one version, told apart by node, build, flags or env) go by those, so the order never depends
+    on the order the rows were grouped in."""
     timed: dict[dt.date, bool] = {}
     for run in runs:
         timed[run.date] = timed.get(run.date, True) and run.time is not None
@@ -331,22 +334,23 @@ def order_runs(runs: Sequence[Run], meta: RecipeMeta | None) -> None:
             return 1
         return 0 if run.flags is None or _canon_flags(run.flags) == _canon_flags(meta.flags) else 1
 
-    keyed = sorted(
-        runs, key=lambda r: (r.date, (r.time or "") if timed[r.date] else "", _version_key(r.engine_version))
-    )
-    out: list[Run] = []
-    start = 0
-    for i in range(1, len(keyed) + 1):
-        if i == len(keyed) or (keyed[i].date, keyed[i].engine_version) != (
-            keyed[start].date,
-            keyed[start].engine_version,
-        ):
-            tie = keyed[start:i]
-            if len(tie) > 1 and not timed[tie[0].date]:
-                tie = sorted(tie, key=matches)
-            out.extend(tie)
-            start = i
-    for rank, run in enumerate(out):
+    def when(run: Run) -> tuple[Any, ...]:
+        return (run.date, (run.time or "") if timed[run.date] else "", _version_key(run.engine_version))
+
+    def tie(run: Run) -> tuple[Any, ...]:
+        return (
+            0 if timed[run.date] else matches(run),
+            run.engine_version,
+            run.node,
+            run.engine_build or "",
+            json.dumps(_canon_flags(run.flags)),
+            run.env or "",
+        )
+
+    ordered: list[Run] = []
+    for _, same in itertools.groupby(sorted(runs, key=when), key=when):
+        ordered.extend(sorted(same, key=tie))  # a run's metadata is read only on a tie
+    for rank, run in enumerate(ordered):
         run.rank = rank
 
 

@@ -81,7 +81,9 @@ _COMBINATION = ("recipe", "engine", "engine_version", "flags", "env", "node", "e
 
 def combinations(site: Site) -> Combinations:
     table = site.con.sql(
-        f"SELECT {', '.join(_COMBINATION)}, list(row_id) AS ids FROM rows GROUP BY ALL"
+        f"SELECT {', '.join(_COMBINATION)}, list(row_id) AS ids FROM rows GROUP BY ALL "
+        # DuckDB groups in no fixed order: sorted, so that every use of the codes is repeatable
+        f"ORDER BY {', '.join(f'{name} NULLS FIRST' for name in _COMBINATION)}"
     ).to_arrow_table()
     columns = {name: table.column(name).to_pylist() for name in _COMBINATION}
     ids = table.column("ids").combine_chunks() if table.num_rows else pa.array([], pa.list_(pa.int32()))

@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
+from builder.analysis.findings import find_non_reproduction
+from builder.analysis.run_groups import _COMBINATION, Combinations, combinations
 from builder.config import load_config
 from builder.engine.check import check_site
 from tests.conftest import REPO, MakeSite
-from tests.rowsite import RECIPE_FLAGS, departing_dates, fields_of, findings, history, run
+from tests.rowsite import RECIPE_FLAGS, departing_dates, fields_of, findings, history, load, run
 
 # ----------------------------------------------------------------------------------- staying silent
 
@@ -414,3 +417,35 @@ def test_two_departures_on_one_date_get_distinct_ids(make_site: MakeSite) -> Non
     assert sorted(f.departing.value for f in found) == [60.0, 150.0]
     assert len({f.id for f in found}) == 2
     assert [fields_of(f.explanation.explained_by) for f in found] == [["--enforce-eager"], ["--max-num-seqs"]]
+
+
+# ------------------------------------------------------------------------------ a repeatable order
+
+
+def _permuted(combos: Combinations, order: list[int]) -> Combinations:
+    """The same combinations listed in ``order`` (DuckDB groups rows in no fixed order)."""
+    place = np.empty(len(order), dtype=np.int32)
+    place[np.asarray(order)] = np.arange(len(order), dtype=np.int32)
+    lists = {name: [getattr(combos, name)[i] for i in order] for name in _COMBINATION}
+    return Combinations(**lists, of_row_id=place[combos.of_row_id])
+
+
+def test_runs_of_one_date_and_version_keep_one_order_whatever_order_rows_are_grouped_in(
+    make_site: MakeSite,
+) -> None:
+    # Two runs on one day with one version, told apart by the engine build alone: which is the
+    # reference and which departs may not hang on the order DuckDB happens to group the rows in.
+    rows = history(
+        run("2026-01-01", 100.0, 100.4),
+        run("2026-02-01", 50.0, 50.2, engine_build="abc123"),
+        run("2026-02-01", 50.1, 50.3),
+        run("2026-03-01", 100.2, 99.8),
+    )
+    site = load(make_site, rows).site
+    combos = combinations(site)
+    forward = [f.as_json() for f in find_non_reproduction(site, combos)]
+    backward = [
+        f.as_json()
+        for f in find_non_reproduction(site, _permuted(combos, list(reversed(range(len(combos))))))
+    ]
+    assert forward and forward == backward
