@@ -97,8 +97,15 @@ class Server:
         self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
 
     def get(self, path: str) -> bytes:
-        self.conn.request("GET", path)
-        response = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path)
+            response = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # The preview closes a connection left idle (while other variants take their turn).
+            self.conn.close()
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=600)
+            self.conn.request("GET", path)
+            response = self.conn.getresponse()
         return response.read()
 
     def epoch(self, path: str) -> int:
