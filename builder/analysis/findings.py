@@ -348,8 +348,10 @@ def order_runs(runs: Sequence[Run], meta: RecipeMeta | None) -> None:
         )
 
     ordered: list[Run] = []
-    for _, same in itertools.groupby(sorted(runs, key=when), key=when):
-        ordered.extend(sorted(same, key=tie))  # a run's metadata is read only on a tie
+    for _, group in itertools.groupby(sorted(runs, key=when), key=when):
+        same = list(group)
+        # A run's flags and env are read only on a tie: reading them loads its rows' metadata.
+        ordered.extend(sorted(same, key=tie) if len(same) > 1 else same)
     for rank, run in enumerate(ordered):
         run.rank = rank
 

@@ -124,6 +124,8 @@ class DepIndex:
             return arg not in self._changed
         if kind == "recipe":  # its file and the row files naming it
             return not self._rows_changed and f"content/recipes/{arg}.md" not in self._changed
+        if kind == "rows-of":  # the row files naming it
+            return not self._rows_changed
         prefix = _PREFIX_DEPS.get(dep)
         if prefix is not None:
             return not any(key.startswith(prefix) for key in self._changed)
@@ -157,6 +159,8 @@ class DepIndex:
         if kind == "recipe" and arg:
             rel = f"content/recipes/{arg}.md"
             return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))
+        if kind == "rows-of" and arg:
+            return digest_parts(dep, *self.rows_of.get(arg, []))
         if kind == "model" and arg:
             # Front matter and rows of the model's recipes, not their bodies: a comparison page
             # shows no prose, and a body edit should not re-render it.

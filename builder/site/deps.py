@@ -20,6 +20,8 @@ The vocabulary:
 ``recipe:<slug>``
     the recipe's file (front matter and body) and every row whose ``recipe`` is the slug (its
     values, file, line and status);
+``rows-of:<slug>``
+    every row whose ``recipe`` is the slug (its values, file and line), not the recipe's file;
 ``recipes``
     the front matter of every recipe, and which recipes exist (not bodies, not rows);
 ``models``
@@ -52,6 +54,10 @@ POSTS = "posts"
 
 def recipe(slug: str) -> str:
     return f"recipe:{slug}"
+
+
+def rows_of(slug: str) -> str:
+    return f"rows-of:{slug}"
 
 
 def model(model_id: str) -> str:

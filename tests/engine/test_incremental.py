@@ -685,3 +685,34 @@ def test_findings_pages_follow_the_findings_not_every_row(
     assert "findings/index.html" in report.written
     assert clean_build(site, tmp_path / "clean") is None
     assert_same_tree(out, tmp_path / "clean", "after a row file made a finding")
+
+
+def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hardware's chooser pages read the rows of the recipes measured on it: a new row file ranks
+    again the recipes of its hardware only, and a body edit none."""
+    from builder.site import choose_pages
+
+    ranked: list[str] = []
+    real = choose_pages.hardware_figures
+    monkeypatch.setattr(
+        choose_pages, "hardware_figures", lambda site, recon, hw: ranked.append(hw) or real(site, recon, hw)
+    )
+    out = tmp_path / "out"
+    config = load_config(site, out)
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    hardware = str(generate._recipe_meta(0)["hardware"])
+    assert hardware in ranked and len(set(ranked)) > 1
+
+    ranked.clear()
+    recipe = site / "content" / "recipes" / f"{generate.recipe_slug(0)}.md"
+    recipe.write_text(recipe.read_text(encoding="utf-8") + "\nA body edit.\n", encoding="utf-8")
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    assert ranked == []
+
+    generate.add_row_file(site, 0, "2026-05-02", rows=6, seed=5)
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    assert ranked == [hardware]
+    assert clean_build(site, tmp_path / "clean") is None
+    assert_same_tree(out, tmp_path / "clean", "new row file")
