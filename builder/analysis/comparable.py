@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.analysis.candidates import lone_setting_rows
-from builder.analysis.run_groups import Combinations, combinations, run_codes
+from builder.analysis.run_groups import Combinations, RunCodes, combinations
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -57,7 +57,7 @@ def not_compared(site: Site, combos: Combinations | None = None) -> list[NotComp
     rows = site.rows
     if rows.num_rows == 0:
         return []
-    codes = run_codes(site, combos if combos is not None else combinations(site)).table
+    codes = RunCodes(site, combos if combos is not None else combinations(site)).table
     unknown = np.flatnonzero(pc.is_null(codes.column("prompt_tokens")).to_numpy(zero_copy_only=False))
     positions = np.concatenate([unknown, lone_setting_rows(codes)])
     row_id = rows.column("row_id").to_numpy()[positions]

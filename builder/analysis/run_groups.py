@@ -94,8 +94,9 @@ def combinations(site: Site) -> Combinations:
     return Combinations(**columns, of_row_id=of_row_id)
 
 
-class _Codes:
-    """The slim all-integer table the runs are grouped from, and what its codes stand for."""
+class RunCodes:
+    """Every row as the integer codes of its setting and run (``pos``: its position in ``site.rows``):
+    the slim all-integer table the runs are grouped from, and what its codes stand for."""
 
     def __init__(self, site: Site, combos: Combinations) -> None:
         rows = site.rows
@@ -151,11 +152,6 @@ class _Codes:
         self.table = pa.table(columns)
 
 
-def run_codes(site: Site, combos: Combinations) -> _Codes:
-    """Every row as the integer codes of its setting and run (``pos``: its position in ``site.rows``)."""
-    return _Codes(site, combos)
-
-
 def _canonical(text: str, canon: Callable[[str], str]) -> str:
     try:
         return canon(text)
@@ -174,7 +170,7 @@ def candidate_runs(
     ``recipes``, of those recipes' groups only (the same runs: groups never span recipes)."""
     if site.rows.num_rows == 0:
         return {}
-    codes = _Codes(site, combos if combos is not None else combinations(site))
+    codes = RunCodes(site, combos if combos is not None else combinations(site))
     mask = None
     if recipes is not None:
         # Rows keep their order, so runs are cut and ordered as from the whole table.
@@ -210,7 +206,7 @@ def _per_run(column: pa.ChunkedArray, starts: np.ndarray, summarise: Callable[[l
     return out
 
 
-def _runs(trials: pa.Table, codes: _Codes, site: Site) -> dict[GroupKey, list[Run]]:
+def _runs(trials: pa.Table, codes: RunCodes, site: Site) -> dict[GroupKey, list[Run]]:
     """Cut the flat, ordered trial rows into runs: boundaries, means and sums of squares with numpy,
     the rest by list slicing (no Python loop over trials)."""
     key_names = (

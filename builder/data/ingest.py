@@ -491,7 +491,7 @@ def _passing_rows(con: duckdb.DuckDBPyConnection, raw: pa.Table, pool: Executor)
     The column checks are Arrow kernels, which release the GIL: they run on ``pool``.
     """
     # A column no file gives (most optional ones) is null throughout: nothing in it to check.
-    given = [name for name in raw.column_names if raw.column(name).null_count < raw.num_rows]
+    given = {name for name in raw.column_names if raw.column(name).null_count < raw.num_rows}
     numbers = [pool.submit(_number_ok, raw.column(column)) for column in _PLAIN_NUMBERS if column in given]
     numbers += [pool.submit(_text_ok, raw.column(column)) for column in TEXT_ROW_FIELDS if column in given]
     measured = pool.submit(_metric_given, raw)

@@ -136,7 +136,8 @@ def recipes_measured_on(site: Site) -> dict[str, list[str]]:
     nodes = pc.dictionary_encode(rows.column("node")).combine_chunks()
     recipes = pc.dictionary_encode(rows.column("recipe")).combine_chunks()
     hardware = sorted({node.hardware for node in site.nodes.values()})
-    node_hw = np.array([hardware.index(site.nodes[n].hardware) for n in nodes.dictionary.to_pylist()])
+    code = {hw: i for i, hw in enumerate(hardware)}
+    node_hw = np.array([code[site.nodes[n].hardware] for n in nodes.dictionary.to_pylist()])
     names = recipes.dictionary.to_pylist()
     pairs = np.unique(
         node_hw[nodes.indices.to_numpy()].astype(np.int64) * len(names) + recipes.indices.to_numpy()

@@ -131,3 +131,21 @@ def test_a_drift_is_titled_as_one_on_github(make_site: MakeSite, capsys: pytest.
     assert main(["check", "--root", str(root), "--format", "github"]) == 0
     notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::notice")]
     assert len(notices) == 1 and "title=drifting decode_tok_s::decode_tok_s drifts at" in notices[0]
+
+
+def test_runs_told_apart_only_by_flag_order_are_one_run_for_the_not_compared_warning(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs are those findings compare: flags in another order are the same serve command, so two
+    rows of one date differing only so are one run, alone at their setting (as findings see it)."""
+    reordered = "--kv-cache-dtype fp8 --max-model-len 4096"  # the recipe's flags, in another order
+    rows = history(
+        run("2026-01-01", 100.0, concurrency=4),  # line 2
+        run("2026-01-01", 101.0, concurrency=4, flags=reordered),  # line 3
+        run("2026-01-01", 99.0),  # lines 4-5: compared with each other
+        run("2026-02-01", 98.0),
+    )
+    root = make_site(site_files(rows))
+    assert main(["check", "--root", str(root), "--format", "json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert [(w["kind"], w["line"]) for w in warnings] == [("not_compared", 2), ("not_compared", 3)]
