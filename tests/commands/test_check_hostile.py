@@ -205,3 +205,23 @@ def test_a_file_name_of_invalid_utf8_is_reported_escaped(
             "message": "decode_tok_s must be a number, not 'fast'",
         }
     ]
+
+
+@pytest.mark.parametrize("levels", [65, 100_000])
+def test_deeply_nested_front_matter_is_an_error_at_its_line_in_every_format(
+    make_site: MakeSite, capsys: pytest.CaptureFixture[str], levels: int
+) -> None:
+    """Past the builder's limit (65) or past the parser's own (100,000 levels: PyYAML 6.0.4 refuses
+    those in its own words), the file is refused at its line, never a crash, in every format."""
+    root = make_site(
+        {"content/posts/deep.md": "---\nx: " + "[" * levels + "1" + "]" * levels + "\n---\nBody.\n"}
+    )
+    code, report = _json_report(capsys, root)
+    assert code == 1
+    [error] = report["errors"]
+    assert (error["path"], error["line"]) == ("content/posts/deep.md", 2)
+    assert "nest" in error["message"]
+    assert main(["check", "--root", str(root)]) == 1
+    assert "content/posts/deep.md:2: " in capsys.readouterr().out
+    assert main(["check", "--root", str(root), "--format", "github"]) == 1
+    assert capsys.readouterr().out.startswith("::error file=content/posts/deep.md,line=2::")
