@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+from builder.config import load_config
+from builder.engine.incremental import build
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -17,6 +24,58 @@ SITES = TESTS / "sites"
 SITES_INVALID = TESTS / "sites_invalid"
 
 MakeSite = Callable[..., Path]
+
+# Property tests: the `ci` profile (the default) draws each test's own budget of examples from a
+# fixed seed, so a run is repeatable and its time known; `thorough` (HYPOTHESIS_PROFILE=thorough,
+# before a release: CONTRIBUTING.md, "Tests") draws ten times as many, from a new seed each run.
+# How fast examples are drawn says more about a busy CI machine than about the code: not checked in `ci`.
+THOROUGH_FACTOR = 10
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("thorough", derandomize=False, deadline=None, print_blob=True)
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(PROFILE)
+
+
+def examples(budget: int) -> int:
+    """A property test's number of examples: ``budget`` in the ``ci`` profile, more in ``thorough``."""
+    return budget * THOROUGH_FACTOR if PROFILE == "thorough" else budget
+
+
+@contextmanager
+def _run_wide_lock(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A folder shared by every worker of this test run (pytest-xdist), held under a lock.
+
+    Without xdist the run's own temporary folder; with it, the folder above the workers' own, which
+    belongs to this run alone (pytest makes a new one per run)."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield shared / name
+
+
+@pytest.fixture(scope="session")
+def shipped_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's own site, built once per test run (shared by the workers) without a cache.
+
+    Tests read it and never write into it; a test that changes a site builds its own."""
+    with _run_wide_lock("shipped-site", tmp_path_factory) as out:
+        if not (out / "index.html").is_file():
+            shutil.rmtree(out, ignore_errors=True)
+            build(load_config(REPO, out), cache=False)
+    return out
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), tests that time a real port run one after another
+    on one worker (``serial``), and the browser tests share one worker and so one Chromium."""
+    for item in items:
+        if "tests/browser/" in item.nodeid:
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.xdist_group("serial"))
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -105,3 +105,44 @@ def test_the_figure_syntax_is_documented() -> None:
     text = _section("## Figures in prose")
     wanted = [*(f"`{name}`" for name in [*SELECTORS, *UNITS]), "{{ ratio", "{{ unbound", '"prose_figure"']
     assert [name for name in wanted if name not in text] == []
+
+
+def _readme_test_command() -> str:
+    [line] = [line for line in README.splitlines() if "python -m pytest" in line]
+    return line
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    """CI's green must mean the README's command works: same constraints, same pytest invocation."""
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    command = _readme_test_command()
+    pytest_part = command[command.index("python -m pytest") :]
+    assert pytest_part in ci
+    assert "-c constraints.txt -e '.[test]'" in command
+    assert 'pins=(-c constraints.txt)' in ci and "\"${pins[@]}\" -e '.[test]'" in ci
+
+
+def test_constraints_pin_every_declared_dependency() -> None:
+    """A dependency added to pyproject.toml without re-running .ci/lock would install unpinned in CI."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {
+        canonicalize_name(Requirement(spec).name)
+        for spec in [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    }
+    pinned: dict[str, str] = {}
+    for line in (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            requirement = Requirement(line)
+            [spec] = requirement.specifier
+            assert spec.operator == "==", line
+            pinned[canonicalize_name(requirement.name)] = spec.version
+    assert sorted(declared - set(pinned)) == []
+    for spec in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+        requirement = Requirement(spec)
+        version = pinned[canonicalize_name(requirement.name)]
+        assert requirement.specifier.contains(version), f"constraints.txt pins {spec} at {version}"

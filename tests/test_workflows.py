@@ -37,7 +37,7 @@ def test_pull_request_workflow() -> None:
     assert "pull_request" in _on(doc)
     runs = _runs(doc)
     order = [
-        "python -m pip install .",
+        "python -m pip install -c constraints.txt .",
         "python -m builder check --format github --strict",
         "python -m builder build",
     ]

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.yamlio import MAX_DEPTH, YamlDoc, YamlProblem, _Loader, _walk, load_yaml
+from tests.conftest import examples
 
 
 def reference(text: str, first_line: int = 1) -> YamlDoc:
@@ -70,7 +71,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200), deadline=None)
 @given(documents, st.booleans(), st.integers(min_value=1, max_value=5))
 def test_documents_load_as_pyyaml_constructs_them_with_every_key_line(
     data: Any, flow: bool, first_line: int

@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 
-from builder.config import load_config
-from builder.engine.incremental import build
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -45,10 +43,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("browser") / "site"
-    build(load_config(REPO, out))
-    return out
+def site_dir(shipped_site: Path) -> Path:
+    return shipped_site
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from builder.cli import main
-from tests.conftest import SITES, MakeSite
+from tests.conftest import SITES, MakeSite, examples
 
 
 def _json_report(capsys: pytest.CaptureFixture[str], root: Path) -> tuple[int, dict[str, object]]:
@@ -161,9 +161,8 @@ MEMORY_LIMIT_KIB = 1_500_000
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=10_000,
-    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(files=st.lists(st.tuples(st.sampled_from(TARGETS), content), min_size=1, max_size=3))

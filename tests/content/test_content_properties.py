@@ -15,12 +15,10 @@ from hypothesis import strategies as st
 from builder.config import load_config
 from builder.data.load import load_site
 from builder.errors import Problems
-from tests.conftest import SITES
+from tests.conftest import SITES, examples
 
 REL = "content/recipes/prop.md"
-PROPERTY = settings(
-    max_examples=40, deadline=5000, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=examples(40), deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 
 
 def load(data: bytes) -> tuple[Any, Problems]:

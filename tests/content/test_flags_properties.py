@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.content.flags import _DECIMAL, FlagSyntaxError, flag_map, parse_env, parse_flags, serve_command
+from tests.conftest import examples
 
 # No deadline: the examples are deterministic, and a loaded machine would turn slowness into failures.
-FAST = settings(max_examples=150, deadline=None, derandomize=True)
+FAST = settings(max_examples=examples(150), deadline=None)
 
 names = st.from_regex(r"[a-z][a-z0-9]{0,8}([-_][a-z0-9]{1,6}){0,2}", fullmatch=True)
 # A value is anything that does not itself read as a flag (a leading dash that is not a number).

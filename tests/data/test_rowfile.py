@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.data.rowfile import take_rows
+from tests.conftest import examples
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.integers(min_value=0, max_value=6), min_size=1, max_size=6),
     st.lists(st.integers(min_value=0, max_value=10_000), max_size=30),

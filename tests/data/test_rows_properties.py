@@ -27,7 +27,7 @@ from builder.config import load_config
 from builder.content.models import METRICS, ROW_SCHEMA, Row
 from builder.data.load import load_site
 from builder.errors import Problems
-from tests.conftest import SITES
+from tests.conftest import SITES, examples
 
 ROWS_FILE = "data/rows/tiny/prop"
 FIELDS = (
@@ -48,9 +48,7 @@ FIELDS = (
     "flags",
     "notes",
 )
-PROPERTY = settings(
-    max_examples=25, deadline=5000, suppress_health_check=[HealthCheck.too_slow], derandomize=True
-)
+PROPERTY = settings(max_examples=examples(25), deadline=5000, suppress_health_check=[HealthCheck.too_slow])
 
 # Cells that are valid for some field, and the ways real files get them wrong.
 NASTY = [
@@ -293,7 +291,7 @@ def test_csv_that_parses_in_bulk_gives_what_file_by_file_gives(rows: list[dict[s
         shutil.rmtree(root)
 
 
-@settings(max_examples=25, deadline=5000, derandomize=True)
+@settings(max_examples=examples(25), deadline=5000)
 @given(
     st.lists(
         st.fixed_dictionaries(
@@ -335,7 +333,7 @@ def test_parquet_rows_load_exactly(rows: list[dict[str, Any]]) -> None:
 _NAME = st.text(alphabet="ab-_.Z09", min_size=1, max_size=5)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     st.lists(
         st.tuples(

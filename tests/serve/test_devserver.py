@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -266,7 +266,7 @@ def test_a_quick_answer_is_followed_at_once_by_the_full_rebuild(tmp_path: Path) 
         assert rebuild.called.wait(10)  # inside the quick answer
         rebuild.called.clear()
         pending.add([other])
-        time.sleep(0.05)  # past the quiet period: the save is due when the quick answer returns
+        assert _until(pending.ready)  # past the quiet period: the save is due when the quick answer returns
         rebuild.release.set()
         assert state.wait(1, 10).epoch == 2
         assert state.changed_since(0) == {"recipes/a/index.html", "index.html"}
@@ -383,6 +383,16 @@ def test_http_absolute_form_target_for_its_own_host_is_served(live) -> None:  # 
     assert status == 200 and json.loads(body)["epoch"] == 1
 
 
+def _until(condition: Callable[[], bool], timeout: float = 10) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def _raw(server: LiveReloadServer) -> socket.socket:
     return socket.create_connection(("127.0.0.1", server.server.port), timeout=10)
 
@@ -441,7 +451,7 @@ def test_http_connections_beyond_the_bound_are_refused_not_threaded(
         slow = [_raw(server) for _ in range(4)]
         for sock in slow:
             sock.sendall(b"GET / HTTP/1.1\r\n")
-        time.sleep(0.3)
+        assert _until(lambda: threading.active_count() >= before + 4)  # every slow one is being served
         extra = [_raw(server) for _ in range(20)]
         answers = []
         for sock in extra:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.site.arrowjson import json_array_pieces, json_arrays, json_objects, json_values
+from tests.conftest import examples
 
 
 def _dumps(value: Any) -> str:
@@ -21,7 +22,7 @@ finite = st.floats(allow_nan=False, allow_infinity=False)
 text = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(st.none(), finite), max_size=40))
 def test_floats_are_written_as_python_writes_them(values: list[float | None]) -> None:
     got = json_values(pa.array(values, pa.float64())).to_pylist()
@@ -42,7 +43,7 @@ def test_non_finite_floats_are_refused_like_allow_nan_false(bad: float) -> None:
         json_values(pa.array([1.0, bad]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(st.none(), text), max_size=30))
 def test_strings_are_escaped_as_python_escapes_them(values: list[str | None]) -> None:
     # Control characters, quotes, backslashes, U+2028 and non-ASCII included.
@@ -66,7 +67,7 @@ rows = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(rows)
 def test_objects_and_arrays_equal_json_dumps_of_the_rows(
     items: list[tuple[str, float | None, str | None]],

@@ -32,7 +32,7 @@ from builder.site.charts import (
     spec_template,
 )
 from tests.chartpage import StubFinding, StubRun, chart_block, chart_specs
-from tests.conftest import REPO, MakeSite
+from tests.conftest import MakeSite
 
 HOSTILE = 'a</script><script>alert(1)</script> "quoted" & <!-- \u2028\u2029 </SCRIPT >'
 
@@ -490,8 +490,8 @@ def test_no_chart_without_enough_points(make_site: MakeSite, tmp_path: Path) -> 
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build(REPO, tmp_path_factory.mktemp("shipped") / "site")
+def shipped(shipped_site: Path) -> Path:
+    return shipped_site
 
 
 def test_shipped_recipe_charts(shipped: Path) -> None:

@@ -17,7 +17,7 @@ from builder.engine.pipeline import load_and_reconcile
 from builder.site.comparisons import SHARED_SHOWN, comparison, short_labels
 from builder.site.views import rows_by_recipe
 from tests.chartpage import chart_values
-from tests.conftest import REPO, MakeSite
+from tests.conftest import MakeSite
 
 TINY = """\
 ---
@@ -261,10 +261,8 @@ def test_short_labels() -> None:
     assert short_labels(["M — a"]) == ["M — a"]
 
 
-def test_shipped_comparison(tmp_path: Path) -> None:
-    out = tmp_path / "site"
-    build(load_config(REPO, out))
-    soup = _soup(out / "models/qwen-qwen3.6-35b-a3b/index.html")
+def test_shipped_comparison(shipped_site: Path) -> None:
+    soup = _soup(shipped_site / "models/qwen-qwen3.6-35b-a3b/index.html")
     table = soup.select_one("table.compare")
     assert table is not None
     decode = next(

@@ -35,11 +35,11 @@ def loaded() -> Loaded:
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("downloads")
-    for name in ("a", "b"):
-        build(load_config(REPO, base / name), cache=False)  # two independent full builds
-    return base / "a", base / "b"
+def builds(shipped_site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two independent full builds: the shared one, and one of this module's own."""
+    other = tmp_path_factory.mktemp("downloads") / "b"
+    build(load_config(REPO, other), cache=False)
+    return shipped_site, other
 
 
 def _expected(loaded: Loaded) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Difference, Reconciliation, RowStatus
 from builder.site.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.site.figures import SERVE_PROPERTIES, Setting, pick_cell, setting_of
+from tests.conftest import examples
 
 NODE_HW = {"n-a": "gpu-1", "n-b": "gpu-1", "n-c": "gpu-2"}
 KINDS = [
@@ -69,7 +70,7 @@ def _expected(rows: list[dict[str, Any]], quantity: str, recon: Reconciliation) 
     return {s: c for s, c in picked.items() if c is not None}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(_row, max_size=40))
 def test_grid_picks_what_pick_cell_picks(raw: list[dict[str, Any]]) -> None:
     rows, recon = _site(raw)

@@ -20,10 +20,8 @@ def _soup(path: Path) -> BeautifulSoup:
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("shipped") / "site"
-    build(load_config(REPO, out))
-    return out
+def shipped(shipped_site: Path) -> Path:
+    return shipped_site
 
 
 def test_shipped_site_has_every_page_kind(shipped: Path) -> None:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from builder.content.models import ROW_FIELDS, RecipeMeta
 from builder.site import reproduce as reproduce_module
 from builder.site.reproduce import Reproduction, reproduce
+from tests.conftest import examples
 
 META = RecipeMeta.model_validate(
     {
@@ -285,7 +286,7 @@ def test_text_is_the_three_commands_with_notes_as_comments() -> None:
     )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.text(alphabet=" \t\n'\"\\ab=-{}#$", max_size=24))
 def test_flag_strings_split_as_shlex_splits_them(text: str) -> None:
     try:

@@ -15,7 +15,7 @@ from builder.errors import Problems
 from builder.site.reproduce import reproduce
 from builder.site.tables import SOURCE_LABEL, source_label
 from builder.site.views import row_anchors, rows_by_recipe
-from tests.conftest import REPO, SITES
+from tests.conftest import SITES
 
 HOSTILE = "<img src=x onerror=alert(1)> & 'q' \"d\""
 EXTRA_ROWS = (
@@ -28,10 +28,8 @@ EXTRA_ROWS = (
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("rowtable") / "site"
-    build(load_config(REPO, out))
-    return out
+def shipped(shipped_site: Path) -> Path:
+    return shipped_site
 
 
 @pytest.fixture(scope="module")

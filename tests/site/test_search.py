@@ -9,7 +9,6 @@ import pytest
 from bs4 import BeautifulSoup
 
 from builder.config import load_config
-from builder.engine.incremental import build
 from builder.site.search import (
     SearchRecord,
     fallback_script,
@@ -21,10 +20,8 @@ from tests.conftest import REPO
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("search") / "site"
-    build(load_config(REPO, out))
-    return out
+def shipped(shipped_site: Path) -> Path:
+    return shipped_site
 
 
 @pytest.mark.parametrize(
