@@ -20,6 +20,7 @@ from builder.cli import main
 from builder.errors import Problems
 from builder.importers import FORMATS, IMPORTERS, detect
 from tests.conftest import MakeSite
+from tests.importers.test_edge_cases import SUMMARY
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "import"
@@ -70,17 +71,6 @@ def test_every_fixture_is_claimed_by_its_reader_alone(path: Path) -> None:
 def test_fixtures_cover_every_reader() -> None:
     assert {_expected(p) for p in FIXTURE_FILES} - {None} <= set(FORMATS)
 
-
-SUMMARY = """============ Serving Benchmark Result ============
-Successful requests:                     100
-Benchmark duration (s):                  10.00
-Total input tokens:                      51200
-Total generated tokens:                  12800
-Output token throughput (tok/s):         1280.00
----------------Time to First Token----------------
-Median TTFT (ms):                        50.00
-==================================================
-"""
 
 _SGLANG_RESULT = {
     "backend": "sglang",
