@@ -272,11 +272,13 @@ def contribute(root: Path, issue: Issue) -> Contribution:
     with tempfile.TemporaryDirectory(prefix="builder-contribute-") as tmp:
         tree = Path(tmp) / "tree"
         git(["worktree", "add", "--quiet", "-B", branch, str(tree), result.base], top)
+        committed = False
         try:
             _prepare(result, values, tree, prefix, branch)
+            committed = result.ok
         finally:
             git(["worktree", "remove", "--force", str(tree)], top)
-            if not result.ok:
+            if not committed:  # refused, or failed half-way: no branch is left behind
                 git(["branch", "--quiet", "-D", branch], top)
     return _comment(result) if not result.ok else result
 

@@ -320,3 +320,16 @@ def test_publish_comments_replacing_its_last_comment(tmp_path: Path) -> None:
     calls: list[list[str]] = []
     publish(result, tmp_path / "c.md", lambda command: calls.append(command) or 0)
     assert calls == [["gh", "issue", "comment", "7", "--body-file", str(tmp_path / "c.md"), "--edit-last"]]
+
+
+def test_a_failure_half_way_leaves_no_branch(clone: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builder.importers.contribute as module
+
+    def broken(*args: object) -> Path:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(module, "write_import", broken)
+    with pytest.raises(OSError, match="disk full"):
+        module.contribute(clone, read_event(EVENTS / "vllm-printed.json"))
+    assert "contribute/issue-102" not in _git(clone, "branch", "--list")
+    assert _git(clone, "worktree", "list").count("\n") == 0  # the temporary worktree is gone
