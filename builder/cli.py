@@ -18,6 +18,8 @@ COMMANDS: dict[str, str] = {
     "check": "Validate content and data without rendering; report errors, warnings and findings.",
     "serve": "Build, serve on loopback and rebuild on every change, with live reload.",
     "import": "Turn benchmark tool output into a validated row file.",
+    "contribute": "Turn a benchmark sent through the issue form into a branch with its row file, or a "
+    "comment naming the fields to fix.",
     "reproduce": "Print the serve, benchmark and import commands that reproduce one row.",
     "new": "Write a commented starting file for a recipe, case study or post.",
     "schema": "Export the JSON Schema of rows and front matter.",

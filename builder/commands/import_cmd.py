@@ -7,7 +7,7 @@ import datetime as dt
 import re
 import sys
 
-from builder.importers import FORMATS
+from builder.importers import FORMATS, IMPORTERS, STDIN
 
 
 def _iso_date(text: str) -> str:
@@ -36,13 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--from",
         dest="fmt",
-        required=True,
         choices=FORMATS,
-        help="the tool that wrote the files: vllm-bench (JSON or printed summary), llama-benchy (JSON, table, "
-        "CSV), sglang (printed summary or JSONL), guidellm (JSON/YAML report), aiperf (AIPerf or genai-perf "
-        "JSON/CSV export), llama-bench (llama.cpp markdown, JSON, JSONL)",
+        help="the tool that wrote the files (default: told from each file's content): "
+        + "; ".join(f"{importer.name}: {importer.reads}" for importer in IMPORTERS),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="benchmark output files, one run")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help=f"benchmark output files, one run; '{STDIN}' reads a paste from standard input",
+    )
     parser.add_argument("--recipe", metavar="SLUG", help="recipe the run followed (content/recipes/SLUG.md)")
     parser.add_argument("--node", metavar="NODE", help="node id from data/nodes.yaml (overrides the file's)")
     parser.add_argument(
@@ -97,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         request_rate=args.request_rate,
         concurrency=args.concurrency,
         out=args.out,
+        pasted=sys.stdin.buffer.read() if STDIN in args.files else None,
     )
     result = prepare_import(config, options)
     if result.missing:

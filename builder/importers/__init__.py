@@ -9,8 +9,10 @@ options, validates and writes).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +53,8 @@ class Measurement:
     unknown: tuple[str, ...] = ()
     """Load settings the file does not show (``request_rate``, ``concurrency``, or ``load``: neither, and
     either one settles it): an option must supply them."""
+    fmt: str = ""
+    """The format it was read as (set by :func:`read_files`)."""
 
 
 def load_cells(load: dict[str, str]) -> dict[str, str]:
@@ -172,42 +176,179 @@ def harness(tool: str, version: str | None) -> str:
     return f"{tool} {version}" if version else tool
 
 
+@dataclass(frozen=True)
+class Importer:
+    """One reader in the registry: its ``--from`` name, its module, and what it reads."""
+
+    name: str
+    """The ``import --from`` format name."""
+    module: str
+    """Its module under :mod:`builder.importers`, which defines ``read`` and ``claims``."""
+    tools: tuple[str, ...]
+    """The tools whose output it reads, as a row's ``harness`` starts."""
+    reads: str
+    """What it reads, for help and messages."""
+
+    def _module(self) -> Any:
+        import importlib
+
+        return importlib.import_module(f"builder.importers.{self.module}")
+
+    def read(self, display: str, data: bytes, problems: Problems) -> list[Measurement]:
+        read: Reader = self._module().read
+        return read(display, data, problems)
+
+    def claims(self, text: str) -> str | None:
+        """What the text is when it is this reader's (``a printed summary``…), else ``None``."""
+        claims: Callable[[str], str | None] = self._module().claims
+        return claims(text)
+
+
+IMPORTERS: tuple[Importer, ...] = (
+    Importer(
+        "vllm-bench",
+        "vllm_bench",
+        ("vllm bench serve",),
+        "its --save-result JSON or printed summary",
+    ),
+    Importer("llama-benchy", "llama_benchy", ("llama-benchy",), "its JSON, CSV or table"),
+    Importer(
+        "sglang",
+        "sglang",
+        ("sglang bench_serving",),
+        "its printed summary or JSON Lines",
+    ),
+    Importer("guidellm", "guidellm", ("guidellm",), "its JSON or YAML report"),
+    Importer("aiperf", "aiperf", ("aiperf", "genai-perf"), "AIPerf or GenAI-Perf JSON or CSV export"),
+    Importer("llama-bench", "llama_bench", ("llama-bench",), "its table, JSON or JSON Lines"),
+)
+"""Every reader, in the order help and docs list them: ``import``, its detection, the docs test and the
+round-trip tests all read this one list."""
+
+FORMATS: tuple[str, ...] = tuple(importer.name for importer in IMPORTERS)
+_BY_NAME = {importer.name: importer for importer in IMPORTERS}
+
+
 def reader_for(fmt: str) -> Reader:
     """The reader of a ``--from`` format name."""
-    from builder.importers import aiperf, guidellm, llama_bench, llama_benchy, sglang, vllm_bench
-
-    readers: dict[str, Reader] = {
-        "vllm-bench": vllm_bench.read,
-        "llama-benchy": llama_benchy.read,
-        "sglang": sglang.read,
-        "guidellm": guidellm.read,
-        "aiperf": aiperf.read,
-        "llama-bench": llama_bench.read,
-    }
-    return readers[fmt]
+    return _BY_NAME[fmt].read
 
 
-FORMATS: tuple[str, ...] = ("vllm-bench", "llama-benchy", "sglang", "guidellm", "aiperf", "llama-bench")
+def detect(display: str, data: bytes, problems: Problems) -> str | None:
+    """The format of a file whose reader alone claims it; ``None`` after reporting why not."""
+    text = data.decode("utf-8-sig", errors="replace")
+    if not text.strip():
+        problems.error(display, None, "empty: nothing to import")
+        return None
+    claims = [(importer.name, what) for importer in IMPORTERS if (what := importer.claims(text))]
+    if len(claims) == 1:
+        return claims[0][0]
+    if not claims:
+        known = "; ".join(f"{importer.name} ({importer.reads})" for importer in IMPORTERS)
+        problems.error(
+            display,
+            None,
+            f"not output the importer knows: {known}. If it is one of them, pass --from FORMAT to hear "
+            "what its reader misses",
+        )
+        return None
+    both = " and ".join(f"{name} ({what})" for name, what in claims)
+    choices = " or ".join(f"--from {name}" for name, _ in claims)
+    problems.error(display, None, f"ambiguous: read as {both}; pass {choices}")
+    return None
 
 
-def read_files(fmt: str, paths: list[Path], problems: Problems) -> list[Measurement]:
-    """Read every file in order; unreadable files are reported, not raised."""
-    read = reader_for(fmt)
+@functools.lru_cache(maxsize=4)
+def json_objects(text: str) -> tuple[dict[str, Any], ...]:
+    """The JSON objects a text holds, for :func:`Importer.claims`: the whole text as one object or a list
+    of objects, else every line that is one object (JSON Lines, perhaps between lines of a log)."""
+
+    def objects(value: Any) -> list[dict[str, Any]]:
+        if isinstance(value, dict):
+            return [value]
+        if isinstance(value, list):
+            return [item for item in value if isinstance(item, dict)]
+        return []
+
+    def lenient(line: str) -> Any:
+        return json.loads(line, parse_constant=float)
+
+    if "{" not in text:
+        return ()
+    stripped = text.strip()
+    try:
+        return tuple(objects(lenient(stripped)))
+    except ValueError:
+        pass
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                out.extend(objects(lenient(line)))
+            except ValueError:
+                continue
+    return tuple(out)
+
+
+_DELIMITER_CELL = re.compile(r"^:?-+:?$")
+
+
+def table_cells(line: str) -> list[str]:
+    """The cells of a markdown table line, stripped."""
+    body = line.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    return [cell.strip() for cell in body.split("|")]
+
+
+def table_headers(text: str) -> list[list[str]]:
+    """The header (lower case) of every markdown table in a text: a ``|`` line above a ``|---|`` line."""
+    lines = text.splitlines()
+    return [
+        [cell.lower() for cell in table_cells(line)]
+        for line, below in zip(lines, lines[1:], strict=False)
+        if line.lstrip().startswith("|")
+        and below.lstrip().startswith("|")
+        and all(_DELIMITER_CELL.match(cell) for cell in table_cells(below))
+    ]
+
+
+STDIN = "-"
+"""The file name that stands for standard input (a paste)."""
+STDIN_DISPLAY = "<stdin>"
+
+
+def read_files(
+    fmt: str | None, paths: list[Path], problems: Problems, pasted: bytes | None = None
+) -> list[Measurement]:
+    """Read every file in order; unreadable files are reported, not raised.
+
+    ``fmt`` ``None``: each file's format is detected from its content (:func:`detect`). A path ``-`` is
+    ``pasted``, the text read from standard input.
+    """
     out: list[Measurement] = []
     for path in paths:
-        display = str(path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            problems.error(display, None, "no such file")
+        if str(path) == STDIN:
+            display, data = STDIN_DISPLAY, pasted or b""
+        else:
+            display = str(path)
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                problems.error(display, None, "no such file")
+                continue
+            except IsADirectoryError:
+                problems.error(display, None, "is a folder, not a file")
+                continue
+            except OSError as exc:
+                problems.error(display, None, f"cannot read: {exc.strerror}")
+                continue
+        form = fmt or detect(display, data, problems)
+        if form is None:
             continue
-        except IsADirectoryError:
-            problems.error(display, None, "is a folder, not a file")
-            continue
-        except OSError as exc:
-            problems.error(display, None, f"cannot read: {exc.strerror}")
-            continue
-        for item in read(display, data, problems):
+        for item in reader_for(form)(display, data, problems):
             item.file = display
+            item.fmt = form
             out.append(item)
     return out

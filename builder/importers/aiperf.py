@@ -21,7 +21,16 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, NotANumber, decode, harness, load_json, number_text, rate_text
+from builder.importers import (
+    Measurement,
+    NotANumber,
+    decode,
+    harness,
+    json_objects,
+    load_json,
+    number_text,
+    rate_text,
+)
 
 # metric name (lower case, without its unit) -> (JSON key, row fields of p50 and p99)
 _LATENCIES: dict[str, tuple[str, str, str]] = {
@@ -35,6 +44,21 @@ _LENGTHS = {
     "output sequence length": ("output_sequence_length", "output_tokens"),
 }
 _CSV_NUMBER = re.compile(r"^-?\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^-?\d+(?:\.\d+)?$")
+
+
+def claims(text: str) -> str | None:
+    """A JSON export (``aiperf_version``, ``input_config`` or a latency metric object), or a CSV export
+    (its first cell ``Metric``)."""
+    for obj in json_objects(text):
+        if (
+            "aiperf_version" in obj
+            or "input_config" in obj
+            or any(isinstance(obj.get(key), dict) for key, _, _ in _LATENCIES.values())
+        ):
+            return "an AIPerf or GenAI-Perf JSON export"
+    if text.lstrip("\ufeff \t\r\n").startswith("Metric,"):
+        return "an AIPerf or GenAI-Perf CSV export"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:

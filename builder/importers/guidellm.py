@@ -16,15 +16,47 @@ benchmark's start (Unix time) gives the date and time, in UTC; harness = ``guide
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, NotANumber, decode, harness, load_json, number_text, rate_text
+from builder.importers import (
+    Measurement,
+    NotANumber,
+    decode,
+    harness,
+    json_objects,
+    load_json,
+    number_text,
+    rate_text,
+)
 from builder.yamlio import YamlProblem, load_yaml
 
 TOOL = "guidellm"
+
+
+_YAML_REPORT = re.compile(r"^benchmarks:", re.MULTILINE)
+
+
+def claims(text: str) -> str | None:
+    """A report (``benchmarks`` whose entries hold ``metrics``, or ``metadata.guidellm_version``), as JSON
+    or YAML, or the CSV GuideLLM writes (its header starts ``Run Info``; not read, but told apart)."""
+    for obj in json_objects(text):
+        metadata, benchmarks = obj.get("metadata"), obj.get("benchmarks")
+        if (isinstance(metadata, dict) and "guidellm_version" in metadata) or (
+            isinstance(benchmarks, list)
+            and any(
+                isinstance(entry, dict) and isinstance(entry.get("metrics"), dict) for entry in benchmarks
+            )
+        ):
+            return "a GuideLLM JSON report"
+    if _YAML_REPORT.search(text) and ("guidellm_version" in text or "time_to_first_token_ms" in text):
+        return "a GuideLLM YAML report"
+    if text.lstrip("\ufeff \t\r\n").startswith("Run Info,"):
+        return "a GuideLLM CSV"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:

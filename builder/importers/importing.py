@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from builder.config import SiteConfig
 from builder.content.models import REQUIRED_ROW_FIELDS, ROW_FIELDS, SLUG_RE
 from builder.errors import OutputError, Problems
-from builder.importers import Measurement, load_cells, read_files
+from builder.importers import STDIN, STDIN_DISPLAY, Measurement, load_cells, read_files
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -56,8 +56,10 @@ _RECORD_HINT: dict[tuple[str, str], str] = {
 class ImportOptions:
     """What the command line gives; ``None`` = not given."""
 
-    fmt: str
+    fmt: str | None
+    """The ``--from`` format; ``None``: detected from each file's content."""
     files: tuple[Path, ...]
+    """The files to read; ``-`` is :attr:`pasted`."""
     recipe: str | None = None
     node: str | None = None
     engine_version: str | None = None
@@ -72,6 +74,8 @@ class ImportOptions:
     """The run's concurrency cap, or ``none``: for output that does not show it."""
     out: str | None = None
     """``None``: the conventional path under data/rows; ``-``: standard output; else a file path."""
+    pasted: bytes | None = None
+    """The text read from standard input, for the file ``-``."""
 
     def metadata(self) -> dict[str, str]:
         names = ("node", "engine_version", "engine_build", "flags", "env", "date", "contributor")
@@ -123,17 +127,17 @@ class ImportResult:
 
 
 def _missing(
-    fmt: str, options: ImportOptions, merged: list[dict[str, str]], items: list[Measurement]
+    options: ImportOptions, merged: list[dict[str, str]], items: list[Measurement]
 ) -> list[MissingField]:
     out = []
     if not options.recipe:
         out.append(MissingField("recipe", REQUIRED_META["recipe"], ()))
     for name in ("node", "engine_version", "date"):
-        lacking = tuple(
-            dict.fromkeys(_file_of(m) for m, meta in zip(items, merged, strict=True) if not meta.get(name))
-        )
+        short = [m for m, meta in zip(items, merged, strict=True) if not meta.get(name)]
+        lacking = tuple(dict.fromkeys(_file_of(m) for m in short))
         if lacking:
-            out.append(MissingField(name, REQUIRED_META[name], lacking, _RECORD_HINT.get((fmt, name), "")))
+            hints = dict.fromkeys(_RECORD_HINT.get((m.fmt, name), "") for m in short)
+            out.append(MissingField(name, REQUIRED_META[name], lacking, "; ".join(h for h in hints if h)))
     given = options.load()
     for name in ("request_rate", "concurrency", "load"):
         # "load": the file shows neither, and either option settles it
@@ -218,15 +222,16 @@ def _destination(
 def prepare_import(config: SiteConfig, options: ImportOptions) -> ImportResult:
     """Read, merge, validate; write nothing. The caller writes ``result.data`` when ``result.ok``."""
     problems = Problems()
-    items = read_files(options.fmt, list(options.files), problems)
+    items = read_files(options.fmt, list(options.files), problems, options.pasted)
     if problems.errors:
         return ImportResult("", None, problems=problems)
     if not items:
-        problems.error(", ".join(map(str, options.files)), None, "no measurements to import")
+        shown = (STDIN_DISPLAY if str(path) == STDIN else str(path) for path in options.files)
+        problems.error(", ".join(shown), None, "no measurements to import")
         return ImportResult("", None, problems=problems)
     given = options.metadata()
     merged = [_merge(item.meta, given) for item in items]
-    missing = _missing(options.fmt, options, merged, items)
+    missing = _missing(options, merged, items)
     if missing:
         return ImportResult("", None, problems=problems, missing=missing)
     assert options.recipe is not None

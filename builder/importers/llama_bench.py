@@ -26,9 +26,11 @@ from builder.importers import (
     NotANumber,
     decode,
     harness,
+    json_objects,
     load_json,
     load_json_lines,
     number_text,
+    table_headers,
 )
 
 TOOL = "llama-bench"
@@ -58,6 +60,22 @@ class _Test:
     repetitions: str | None
     meta: dict[str, str]
     model: str
+
+
+# columns llama-bench always prints, and llama-benchy never
+_OWN_COLUMNS = ("size", "params", "backend")
+
+
+def claims(text: str) -> str | None:
+    """A test result object (``n_prompt``, ``n_gen`` and ``avg_ts`` or ``build_commit``), as JSON or JSON
+    Lines, or a markdown table with ``test``, ``t/s`` and llama-bench's ``size``/``params``/``backend``."""
+    for obj in json_objects(text):
+        if "n_prompt" in obj and "n_gen" in obj and ("avg_ts" in obj or "build_commit" in obj):
+            return "llama-bench JSON (-o json or jsonl)"
+    for header in table_headers(text):
+        if "test" in header and "t/s" in header and any(column in header for column in _OWN_COLUMNS):
+            return "a llama-bench markdown table"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:

@@ -17,8 +17,16 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, NotANumber, harness, load_json, number_text
-from builder.importers.benchy_table import read_table
+from builder.importers import (
+    Measurement,
+    NotANumber,
+    harness,
+    json_objects,
+    load_json,
+    number_text,
+    table_headers,
+)
+from builder.importers.benchy_table import CSV_HEADER, read_table
 
 # metric key -> (row field, label in notes, unit)
 _METRICS: tuple[tuple[str, str, str, str], ...] = (
@@ -27,6 +35,28 @@ _METRICS: tuple[tuple[str, str, str, str], ...] = (
     ("tg_throughput", "aggregate_tok_s", "aggregate", "tok/s"),
     ("e2e_ttft", "ttft_ms", "e2e TTFT", "ms"),
 )
+
+
+# columns only llama-benchy's table prints
+_OWN_COLUMNS = ("ttfr (ms)", "est_ppt (ms)", "e2e_ttft (ms)", "peak t/s", "t/s (req)")
+
+
+def claims(text: str) -> str | None:
+    """A JSON report (``benchmarks`` entries with ``prompt_size`` or ``pp_throughput``), its CSV (header
+    ``model,test_name,t_s_mean,...``) or its markdown table (``test`` and a column only it prints)."""
+    for obj in json_objects(text):
+        benchmarks = obj.get("benchmarks")
+        if isinstance(benchmarks, list) and any(
+            isinstance(entry, dict) and ("prompt_size" in entry or "pp_throughput" in entry)
+            for entry in benchmarks
+        ):
+            return "a llama-benchy JSON report"
+    if text.lstrip("\ufeff \t\r\n").startswith(CSV_HEADER):
+        return "a llama-benchy CSV"
+    for header in table_headers(text):
+        if "test" in header and any(column in header for column in _OWN_COLUMNS):
+            return "a llama-benchy markdown table"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:

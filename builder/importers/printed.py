@@ -197,6 +197,18 @@ _REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_t
 
 SUMMARY_BANNER = "============ Serving Benchmark Result ============"
 
+# lines only SGLang's summary prints (every version prints its Backend line first); vLLM's has none
+_SGLANG_LABELS = ("Backend", "Max request concurrency", "Concurrency", "Total generated tokens (retokenized)")
+
+
+def sglang_summary(block: Block) -> bool:
+    """Whether a summary is SGLang's: a line only SGLang prints, or its command line above it."""
+    labels = block.values
+    if any(label in labels for label in _SGLANG_LABELS) or any("E2E Latency" in label for label in labels):
+        return True
+    command = _command(block.before)
+    return command is not None and "sglang" in command[1]
+
 
 def read_printed(
     display: str, data: bytes, problems: Problems, tool: str, expected: str

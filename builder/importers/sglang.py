@@ -14,13 +14,26 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, load_json_lines
-from builder.importers.printed import SUMMARY_BANNER, read_printed
+from builder.importers import Measurement, json_objects, load_json_lines
+from builder.importers.printed import SUMMARY_BANNER, blocks, read_printed, sglang_summary
 from builder.importers.serving import Result, measurement
 
 TOOL = "sglang bench_serving"
 _RENAMED = {"median_e2e_latency_ms": "median_e2el_ms", "p99_e2e_latency_ms": "p99_e2el_ms"}
 _REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+
+
+def claims(text: str) -> str | None:
+    """A result line (keys only SGLang writes: ``*_e2e_latency_ms``, ``*_retokenized``, or the 2024 names
+    ``total_input`` and ``median_ttft``), or a printed summary with a line only SGLang prints."""
+    for obj in json_objects(text):
+        if any("e2e_latency" in str(key) or "retokenized" in str(key) for key in obj) or (
+            "total_input" in obj or "median_ttft" in obj
+        ):
+            return "an sglang bench_serving --output-file JSON Lines"
+    if any(sglang_summary(block) for block in blocks(text)):
+        return "a printed sglang bench_serving summary"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:

@@ -16,8 +16,8 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import META_FIELDS, Measurement, NotANumber, load_json, load_json_lines
-from builder.importers.printed import SUMMARY_BANNER, read_printed
+from builder.importers import META_FIELDS, Measurement, NotANumber, json_objects, load_json, load_json_lines
+from builder.importers.printed import SUMMARY_BANNER, blocks, read_printed, sglang_summary
 from builder.importers.serving import Result, measurement
 
 HARNESS = "vllm bench serve"
@@ -49,6 +49,22 @@ def _wrong_format(obj: Any) -> str | None:
             "; this looks like a llama-benchy or guidellm report: use --from llama-benchy or --from guidellm"
         )
     return f"missing key{'s' if len(missing) > 1 else ''} {', '.join(missing)}{hint}"
+
+
+def claims(text: str) -> str | None:
+    """A saved result (its ``date`` as vllm writes it, ``model_id`` or ``*_e2el_ms`` keys), or a printed
+    summary with none of the lines only SGLang prints."""
+    for obj in json_objects(text):
+        date = obj.get("date")
+        if "completed" in obj and (
+            (isinstance(date, str) and _DATE_RE.match(date))
+            or "model_id" in obj
+            or any(str(key).endswith("_e2el_ms") for key in obj)
+        ):
+            return "a vllm bench serve --save-result JSON"
+    if any(not sglang_summary(block) for block in blocks(text)):
+        return "a printed vllm bench serve summary"
+    return None
 
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
