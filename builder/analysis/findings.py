@@ -25,8 +25,15 @@ Detection (:mod:`builder.analysis.noise` holds the noise model)
     precedes every reference run), ``later`` or ``between``; ``change`` is the later side's median run
     value over the earlier side's, minus one (``between``: the departing side's over the reference's);
     ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and itl_ms lower is better).
-    :meth:`Finding.summary` says it in one sentence, each side by its own trials' figures. With one group, three runs or more that move steadily one way (each step within the
-    runs' own noise, first to last beyond it) are a ``drift``: the last run against the first.
+    :meth:`Finding.summary` says it in one sentence, each side by its own trials' figures.
+
+Drift (:func:`_drift`, after trend tests such as Mann-Kendall's, kept to what a reader can check)
+    Three runs or more that move one way at every step, first to last beyond the noise, are one
+    ``drift`` finding, the last run against the first with the runs between listed, whether each
+    step is within the noise (the runs form one group: measured against their own trials' noise) or
+    beyond it (three groups or more: no one step explains the move). Runs in two groups are one step:
+    the groups' findings tell it. A change-point method that needs several runs on each side of a
+    change (E-divisive means) would miss a two-run change, which the groups find.
 
 Groups
     Findings of one recipe whose departing and reference runs and explanation are the same share a
@@ -155,8 +162,8 @@ class Finding:
     ordinal: int = 1
     """Tells apart findings of one setting whose departing runs start on the same date."""
     kind: str = "non_reproducing"
-    """``non_reproducing`` (groups of runs that disagree) or ``drift`` (a steady move, step by step
-    within the noise, first to last beyond it)."""
+    """``non_reproducing`` (groups of runs that disagree) or ``drift`` (runs that move one way at every
+    step, first to last beyond the noise: see :func:`_drift`)."""
     between: tuple[Run, ...] = ()
     """A drift's runs between the first (reference) and the last (departing)."""
     group: str = ""
@@ -524,12 +531,12 @@ def find_non_reproduction(
                 "concurrency": concurrency,
                 "request_rate": rate,
             }
+            drift = _drift(sub, groups, noise)
+            if drift is not None:
+                first, last, between, band = drift
+                add(setting, Side((last,)), Side((first,)), band, kind="drift", between=between)
+                continue
             if len(groups) < 2:
-                steady = within_noise(sub)
-                drift = _drift(sub, steady)
-                if drift is not None:
-                    first, last, between = drift
-                    add(setting, Side((last,)), Side((first,)), steady, kind="drift", between=between)
                 continue
             sides = [Side(tuple(sub[i] for i in g)) for g in groups]
             reference = max(sides, key=lambda s: (len(s.runs), -s.rank))
@@ -561,20 +568,27 @@ def find_non_reproduction(
     return findings
 
 
-def _drift(runs: list[Run], noise: Noise) -> tuple[Run, Run, tuple[Run, ...]] | None:
-    """(first, last, the runs between) when three runs or more, in order, move steadily one way --
-    every step within the band, first to last beyond it; else None."""
-    if len(runs) < 3:
+def _drift(
+    runs: list[Run], groups: list[list[int]], noise: Noise
+) -> tuple[Run, Run, tuple[Run, ...], Noise] | None:
+    """(first, last, the runs between, the band) when three runs or more, in order, move one way at
+    every step and first to last beyond the noise, and no single step explains the move; else None.
+
+    Whether each step is within the noise or beyond it does not matter: runs that agree as one group
+    drift beyond their own trials' noise (the scatter between the runs of a drift is the drift itself,
+    so it is not the band), and runs that split into three groups or more moved step after step. Two
+    groups are one step: the findings of the groups tell it, as a change at that step.
+    """
+    if len(runs) < 3 or len(groups) == 2:
         return None
     ordered = sorted(runs, key=lambda r: r.rank)
     steps = [b.mu - a.mu for a, b in zip(ordered, ordered[1:], strict=False)]
     if not (all(step > 0 for step in steps) or all(step < 0 for step in steps)):
         return None
-    if any(abs(step) > noise.band for step in steps):
+    band = within_noise(runs) if len(groups) == 1 else noise
+    if abs(ordered[-1].mu - ordered[0].mu) <= band.band:
         return None
-    if abs(ordered[-1].mu - ordered[0].mu) <= noise.band:
-        return None
-    return ordered[0], ordered[-1], tuple(ordered[1:-1])
+    return ordered[0], ordered[-1], tuple(ordered[1:-1]), band
 
 
 def _run_identity(run: Run) -> list[str]:
