@@ -42,11 +42,11 @@ def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path)
     [banner] = page.select("section.findings .banner")
     text = banner.get_text(" ", strip=True)
     # The finding's sentence comes first, in time order, each side by its own figures.
-    assert banner.select_one("h3").get_text(strip=True) == (
+    assert banner.select_one("h3").get_text(strip=True).replace("\xa0", " ") == (
         "A loss since 1.0.0 on 2026-03-01: the later run read 70 tok/s, against 100–101 tok/s in both "
         "earlier runs, on 2026-01-01 and 2026-02-01 (−30.3 %)."
     )
-    assert "Decode does not reproduce" in text
+    assert "Decode at 2,048-token prompt" in text
     values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
     assert values[0].startswith("earlier 100–101 ") and "2026-01-01, 2026-02-01" in values[0].replace(
         " ,", ","
@@ -152,7 +152,7 @@ def test_shipped_nvfp4_recipe_page_shows_the_banner() -> None:
     ]
     [banner] = banners
     # Told in time order: the earlier figure did not reproduce, each side by its runs' own figures.
-    assert banner.select_one("h3").get_text(strip=True) == (
+    assert banner.select_one("h3").get_text(strip=True).replace("\xa0", " ") == (
         "76.8 tok/s on 2026-07-06 did not reproduce: both later runs, on 2026-07-27, read 42.5–42.6 tok/s "
         "(−44.6 %)."
     )
