@@ -11,8 +11,9 @@ import random
 
 import pytest
 
+from builder.analysis.findings import find_non_reproduction
 from tests.conftest import MakeSite
-from tests.rowsite import findings, history, run
+from tests.rowsite import findings, history, load, run
 
 START = dt.date(2026, 5, 1)
 
@@ -110,3 +111,26 @@ def test_a_history_that_steps_back_is_no_drift(make_site: MakeSite) -> None:
     assert [f.kind for f in findings(make_site, _weekly(levels, (0.997, 0.998, 1.0, 1.002, 1.003)))].count(
         "drift"
     ) == 0
+
+
+def test_the_pre_filter_keeps_every_gradual_history(make_site: MakeSite) -> None:
+    # Gradual, uneven, one-step and jittery histories side by side, one prompt length each: the
+    # numpy pre-filter drops none that the detector flags.
+    rnd = random.Random(5)
+    histories = [
+        EIGHT_WEEKS,
+        _gradual([-0.015, -0.035, -0.015, -0.035, -0.015, -0.035, -0.015]),
+        _gradual([0.012, 0.011, 0.012, 0.013]),
+        [100.0, 99.9, 99.8, 80.0, 79.9],
+        [round(100.0 * (1 + rnd.uniform(-0.01, 0.01)), 2) for _ in range(12)],
+    ]
+    rows = []
+    for prompt, levels in enumerate(histories, start=100):
+        for trials in ((0.997, 1.0, 1.003), (0.997, 0.998, 1.0, 1.002, 1.003), (1.0,)):
+            for row in _weekly(levels, trials):
+                rows.append({**row, "prompt_tokens": prompt, "concurrency": len(trials)})
+    loaded = load(make_site, rows)
+    assert loaded.recon is not None
+    fast = [f.as_json() for f in loaded.recon.findings]
+    assert fast == [f.as_json() for f in find_non_reproduction(loaded.site, exhaustive=True)]
+    assert sum(f["kind"] == "drift" for f in fast) >= 6
