@@ -262,7 +262,7 @@ class Finding:
         text = _dates_text(side.dates)
         other = self.reference if side is self.departing else self.departing
         if set(side.dates) & set(other.dates):  # same-day runs: the versions tell them apart
-            text += " (" + ", ".join(side.versions) + ")"
+            text += " with " + ", ".join(side.versions)
         return text
 
     def summary(self) -> str:
