@@ -180,8 +180,9 @@ def build_rounds(kind: str, variants: list[Variant], rounds: int, check_site: Pa
                 )
             elif kind == "add-row":
                 slug = generate.recipe_slug(3 + round_)
+                # After every generated run, and before the build's day: a later row is refused.
                 generate.add_row_file(
-                    variant.site, 3 + round_, "2027-02-01", rel=f"{slug}/2027-ab-{round_:03d}.csv"
+                    variant.site, 3 + round_, "2026-08-01", rel=f"{slug}/2026-ab-{round_:03d}.csv"
                 )
             elif kind == "check":
                 args = ["check", "--root", str(check_site)]
@@ -216,7 +217,7 @@ def serve_rounds(kind: str, variants: list[Variant], rounds: int) -> dict[str, R
                         atomic_write, path, path.read_text(encoding="utf-8") + f"\n\n{marker}\n"
                     )
                 else:
-                    marker = (datetime.date(2027, 3, 1) + datetime.timedelta(days=round_)).isoformat()
+                    marker = (datetime.date(2026, 8, 1) + datetime.timedelta(days=round_)).isoformat()
                     save = partial(generate.add_row_file, variant.site, index, marker)
                 seconds = measure(server, page, save, marker.encode())
                 if round_ >= 0:

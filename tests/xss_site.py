@@ -28,6 +28,8 @@ PAYLOADS = [
 ]
 P = " ".join(PAYLOADS)
 """All payloads in one string, for fields that take any text."""
+P_ASCII = " ".join(p for p in PAYLOADS if p.isascii())
+"""The payloads an identifier (engine build, flags, env) can hold: identifiers are printable ASCII."""
 
 
 def yaml_str(text: str) -> str:
@@ -180,7 +182,7 @@ sources: [{yaml_str(P)}]
                         str(value),
                         cell(flags),
                         cell(f"EXAMPLE_ENV={PAYLOADS[0]!r}".replace("'", "")),
-                        cell(P),
+                        cell(P_ASCII),
                         cell(PAYLOADS[2]),
                         cell(P),
                         cell(PAYLOADS[1]),

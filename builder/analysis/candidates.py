@@ -9,7 +9,8 @@ the log values, and the range of output_tokens; per group (setting, metric) of t
 the widest gap between neighbouring run means and the narrowest band :mod:`builder.analysis.noise`
 could use. A group can only split when its widest gap exceeds that band (with a hair of slack for
 rounding: Python recomputes everything for the groups that pass), can only drift when it has three
-runs or more whose range exceeds it, and is kept too when its rows give different output_tokens.
+runs or more whose range exceeds it (a drift is first to last beyond a band no narrower than that one,
+whatever its steps), and is kept too when its rows give different output_tokens.
 
 Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so
 memory stays small even when nearly every row is a run of its own.

@@ -21,10 +21,19 @@ Detection (:mod:`builder.analysis.noise` holds the noise model)
     agree within the band. Otherwise the largest group (ties: the one whose first run comes first)
     is the reference and every other group departs from it, one finding each: a run that departs
     from a stable history before and after it is flagged, and so is a step change. Rises count as
-    well as drops. ``change`` is the departing side's median run value over the reference's, minus
-    one; ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and itl_ms lower is
-    better). With one group, three runs or more that move steadily one way (each step within the
-    runs' own noise, first to last beyond it) are a ``drift``: the last run against the first.
+    well as drops. A finding is told in time order: ``departs`` is ``earlier`` (every departing run
+    precedes every reference run), ``later`` or ``between``; ``change`` is the later side's median run
+    value over the earlier side's, minus one (``between``: the departing side's over the reference's);
+    ``direction`` says whether that is ``worse`` or ``better`` (for ttft_ms and itl_ms lower is better).
+    :meth:`Finding.summary` says it in one sentence, each side by its own trials' figures.
+
+Drift (:func:`_drift`, after trend tests such as Mann-Kendall's, kept to what a reader can check)
+    Three runs or more that move one way at every step, first to last beyond the noise, are one
+    ``drift`` finding, the last run against the first with the runs between listed, whether each
+    step is within the noise (the runs form one group: measured against their own trials' noise) or
+    beyond it (three groups or more: no one step explains the move). Runs in two groups are one step:
+    the groups' findings tell it. A change-point method that needs several runs on each side of a
+    change (E-divisive means) would miss a two-run change, which the groups find.
 
 Groups
     Findings of one recipe whose departing and reference runs and explanation are the same share a
@@ -50,18 +59,32 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.analysis.explain import Explanation, Parsed, explain, fmt_value
+from builder.analysis.explain import Explanation, Parsed, explain
 from builder.analysis.noise import Noise, Run, TrialDetails, detect, within_noise
 from builder.analysis.run_groups import Combinations, candidate_runs
 from builder.content.flags import FlagSyntaxError, flag_map, format_value
-from builder.content.models import LOWER_IS_BETTER, METRICS, RecipeMeta
+from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES, RecipeMeta
+from builder.wording import fmt_number
 
 if TYPE_CHECKING:
     from builder.data.load import Site
 
 
-def _pct(value: float) -> str:
-    return f"{value * 100:+.1f}%"
+def change_text(change: float) -> str:
+    """A relative change as summaries write it: ``−44.6 %``, ``+12.0 %`` (a true minus sign)."""
+    return f"{change * 100:+.1f} %".replace("-", "\u2212")
+
+
+def _unit(metric: str) -> str:
+    # The unit proper: "tok/s per stream" reads "tok/s" after a figure in a sentence.
+    return QUANTITIES[metric].unit.split(" ", 1)[0]
+
+
+def _runs_word(count: int, which: str) -> str:
+    """``the later run``, ``both later runs``, ``all 3 later runs``."""
+    if count == 1:
+        return f"the {which} run"
+    return f"both {which} runs" if count == 2 else f"all {count} {which} runs"
 
 
 @dataclass(frozen=True)
@@ -84,6 +107,24 @@ class Side:
         return min(run.rank for run in self.runs)
 
     @cached_property
+    def last_rank(self) -> int:
+        """Place of the side's last run in the order of runs."""
+        return max(run.rank for run in self.runs)
+
+    @cached_property
+    def span(self) -> tuple[float, float]:
+        """The lowest and the highest of the side's trials: figures the results table shows."""
+        trials = [value for run in self.runs for value in run.trials]
+        return min(trials), max(trials)
+
+    def figures(self, unit: str) -> str:
+        """The side's figures as a reader finds them in the results table: ``42.5–42.6 tok/s``, never a
+        statistic of them."""
+        low, high = self.span
+        text = fmt_number(low) if low == high else f"{fmt_number(low)}\u2013{fmt_number(high)}"
+        return f"{text} {unit}"
+
+    @cached_property
     def versions(self) -> list[str]:
         return sorted({run.engine_version for run in self.runs}, key=_version_key)
 
@@ -95,6 +136,8 @@ class Side:
         return {
             "dates": [d.isoformat() for d in self.dates],
             "value": round(self.value, 6),
+            "low": self.span[0],
+            "high": self.span[1],
             "runs": len(self.runs),
             "engine_versions": self.versions,
         }
@@ -119,13 +162,17 @@ class Finding:
     ordinal: int = 1
     """Tells apart findings of one setting whose departing runs start on the same date."""
     kind: str = "non_reproducing"
-    """``non_reproducing`` (groups of runs that disagree) or ``drift`` (a steady move, step by step
-    within the noise, first to last beyond it)."""
+    """``non_reproducing`` (groups of runs that disagree) or ``drift`` (runs that move one way at every
+    step, first to last beyond the noise: see :func:`_drift`)."""
     between: tuple[Run, ...] = ()
     """A drift's runs between the first (reference) and the last (departing)."""
     group: str = ""
     """Shared by the findings of one recipe whose departing and reference runs are the same and whose
     explanation is the same: one regression seen at several settings and metrics."""
+
+    departs: str = "later"
+    """When the departing runs were measured against the reference: ``earlier`` (every one before
+    every reference run), ``later`` (every one after) or ``between``."""
 
     @property
     def lower_is_better(self) -> bool:
@@ -133,6 +180,8 @@ class Finding:
 
     @property
     def earlier(self) -> Side:
+        if self.departs != "between":
+            return self.departing if self.departs == "earlier" else self.reference
         return min((self.departing, self.reference), key=lambda s: (s.rank, s is self.departing))
 
     @property
@@ -141,11 +190,15 @@ class Finding:
 
     @property
     def change(self) -> float:
-        """Relative change of the departing runs against the reference."""
-        return self.departing.value / self.reference.value - 1.0
+        """Relative change of the later side against the earlier side; for a finding that departs
+        ``between``, of the departing runs against the reference around them."""
+        if self.departs == "between":
+            return self.departing.value / self.reference.value - 1.0
+        return self.later.value / self.earlier.value - 1.0
 
     @property
     def direction(self) -> str:
+        """Whether :attr:`change` is ``worse`` or ``better``, in the metric's sense."""
         worse = self.change > 0 if self.lower_is_better else self.change < 0
         return "worse" if worse else "better"
 
@@ -204,21 +257,55 @@ class Finding:
             text += f", {s['output_tokens']:,} output tokens"
         return text + f", on {s['hardware']}"
 
-    def _side_text(self, side: Side) -> str:
+    def _when(self, side: Side) -> str:
+        """``on 2026-07-27``, with the versions when the other side has runs that day too."""
         text = _dates_text(side.dates)
         other = self.reference if side is self.departing else self.departing
         if set(side.dates) & set(other.dates):  # same-day runs: the versions tell them apart
-            text = ", ".join(side.versions) + ", " + text
+            text += " with " + ", ".join(side.versions)
         return text
 
     def summary(self) -> str:
-        verb = "drifts" if self.kind == "drift" else "does not reproduce"
+        """One plain sentence, in time order, each side quoted by its own figures (never a statistic
+        of them); "better" and "worse" never describe a figure that did not reproduce."""
+        unit = _unit(self.metric)
+        departing, reference = self.departing, self.reference
+        change = change_text(self.change)
+        if self.kind == "drift":
+            trend = "loss" if self.direction == "worse" else "gain"
+            return (
+                f"A steady {trend} over {len(self.between) + 2} runs: "
+                f"{reference.figures(unit)} {self._when(reference)}, "
+                f"{departing.figures(unit)} {self._when(departing)} ({change}), "
+                f"each run {'below' if self.change < 0 else 'above'} the one before."
+            )
+        if self.departs == "earlier":
+            return (
+                f"{departing.figures(unit)} {self._when(departing)} did not reproduce: "
+                f"{_runs_word(len(reference.runs), 'later')}, {self._when(reference)}, "
+                f"read {reference.figures(unit)} ({change})."
+            )
+        if self.departs == "later":
+            first = min(departing.runs, key=lambda r: r.rank)
+            trend = "loss" if self.direction == "worse" else "gain"
+            return (
+                f"A {trend} since {first.engine_version} on {first.date.isoformat()}: "
+                f"{_runs_word(len(departing.runs), 'later')} read {departing.figures(unit)}, against "
+                f"{reference.figures(unit)} in {_runs_word(len(reference.runs), 'earlier')}, "
+                f"{self._when(reference)} ({change})."
+            )
+        count = len(departing.runs)
         return (
-            f"{self.metric} {verb} at {self.setting_text()}: "
-            f"{fmt_value(self.departing.value)} ({self._side_text(self.departing)}) against "
-            f"{fmt_value(self.reference.value)} ({self._side_text(self.reference)}), "
-            f"{_pct(self.change)} ({self.direction}); "
-            f"noise band ±{self.noise.relative * 100:.1f}% ({self.noise.source})"
+            f"{'One run departs' if count == 1 else f'{count} runs depart'} from those before and after "
+            f"{'it' if count == 1 else 'them'}: {departing.figures(unit)} {self._when(departing)}, "
+            f"against {reference.figures(unit)} {self._when(reference)} ({change})."
+        )
+
+    def detail(self) -> str:
+        """What the summary leaves out: the metric, the setting and the noise band."""
+        return (
+            f"{QUANTITIES[self.metric].label} at {self.setting_text()}; "
+            f"beyond the noise band of ±{self.noise.relative * 100:.1f} % ({self.noise.source})."
         )
 
     def explanation_text(self) -> str:
@@ -270,6 +357,7 @@ class Finding:
             ],
             "earlier": self.earlier.as_json(),
             "later": self.later.as_json(),
+            "departs": self.departs,
             "change": round(self.change, 4),
             "direction": self.direction,
             "band": round(self.noise.relative, 4),
@@ -280,6 +368,7 @@ class Finding:
             "explanation": self.explanation_text(),
             "advice": list(exp.advice),
             "summary": self.summary(),
+            "detail": self.detail(),
             "path": self.path,
             "line": self.line,
             "annotation": self.annotation,
@@ -357,9 +446,12 @@ def order_runs(runs: Sequence[Run], meta: RecipeMeta | None) -> None:
 
 
 def _dates_text(dates: list[dt.date]) -> str:
+    """``on 2026-07-27``, ``on 2026-07-06 and 2026-07-27``, ``on 3 dates from 2026-07-01 to 2026-07-20``."""
     if len(dates) == 1:
-        return dates[0].isoformat()
-    return f"{dates[0].isoformat()} to {dates[-1].isoformat()}, {len(dates)} dates"
+        return f"on {dates[0].isoformat()}"
+    if len(dates) == 2:
+        return f"on {dates[0].isoformat()} and {dates[1].isoformat()}"
+    return f"on {len(dates)} dates from {dates[0].isoformat()} to {dates[-1].isoformat()}"
 
 
 def _sub_settings(runs: list[Run]) -> list[tuple[int | None, list[Run]]]:
@@ -397,7 +489,14 @@ def find_non_reproduction(
     findings: list[Finding] = []
 
     def add(setting: dict[str, Any], side: Side, reference: Side, noise: Noise, **extra: Any) -> None:
-        _ = side.rank, reference.rank  # fixed now: a run shared by two output splits is ranked again
+        # Fixed now: a run shared by two output splits is ranked again.
+        _ = side.rank, reference.rank, side.last_rank, reference.last_rank
+        if side.last_rank < reference.rank:
+            departs = "earlier"
+        elif side.rank > reference.last_rank:
+            departs = "later"
+        else:
+            departs = "between"
         first = min(side.runs, key=lambda r: (r.rank, r.date, r.node))
         file_id, file_row = first.first_location
         parsed_file = site.row_files[file_id]
@@ -412,6 +511,7 @@ def find_non_reproduction(
                 explanation=explain(list(side.runs), list(reference.runs), parsed),
                 path=parsed_file.source.rel,
                 line=parsed_file.line_of(file_row),
+                departs=departs,
                 **extra,
             )
         )
@@ -431,12 +531,12 @@ def find_non_reproduction(
                 "concurrency": concurrency,
                 "request_rate": rate,
             }
+            drift = _drift(sub, groups, noise)
+            if drift is not None:
+                first, last, between, band = drift
+                add(setting, Side((last,)), Side((first,)), band, kind="drift", between=between)
+                continue
             if len(groups) < 2:
-                steady = within_noise(sub)
-                drift = _drift(sub, steady)
-                if drift is not None:
-                    first, last, between = drift
-                    add(setting, Side((last,)), Side((first,)), steady, kind="drift", between=between)
                 continue
             sides = [Side(tuple(sub[i] for i in g)) for g in groups]
             reference = max(sides, key=lambda s: (len(s.runs), -s.rank))
@@ -468,20 +568,27 @@ def find_non_reproduction(
     return findings
 
 
-def _drift(runs: list[Run], noise: Noise) -> tuple[Run, Run, tuple[Run, ...]] | None:
-    """(first, last, the runs between) when three runs or more, in order, move steadily one way --
-    every step within the band, first to last beyond it; else None."""
-    if len(runs) < 3:
+def _drift(
+    runs: list[Run], groups: list[list[int]], noise: Noise
+) -> tuple[Run, Run, tuple[Run, ...], Noise] | None:
+    """(first, last, the runs between, the band) when three runs or more, in order, move one way at
+    every step and first to last beyond the noise, and no single step explains the move; else None.
+
+    Whether each step is within the noise or beyond it does not matter: runs that agree as one group
+    drift beyond their own trials' noise (the scatter between the runs of a drift is the drift itself,
+    so it is not the band), and runs that split into three groups or more moved step after step. Two
+    groups are one step: the findings of the groups tell it, as a change at that step.
+    """
+    if len(runs) < 3 or len(groups) == 2:
         return None
     ordered = sorted(runs, key=lambda r: r.rank)
     steps = [b.mu - a.mu for a, b in zip(ordered, ordered[1:], strict=False)]
     if not (all(step > 0 for step in steps) or all(step < 0 for step in steps)):
         return None
-    if any(abs(step) > noise.band for step in steps):
+    band = within_noise(runs) if len(groups) == 1 else noise
+    if abs(ordered[-1].mu - ordered[0].mu) <= band.band:
         return None
-    if abs(ordered[-1].mu - ordered[0].mu) <= noise.band:
-        return None
-    return ordered[0], ordered[-1], tuple(ordered[1:-1])
+    return ordered[0], ordered[-1], tuple(ordered[1:-1]), band
 
 
 def _run_identity(run: Run) -> list[str]:
@@ -572,6 +679,7 @@ def _copy_finding(finding: Finding, run: Callable[[Run], Run]) -> Finding:
         kind=finding.kind,
         between=tuple(run(r) for r in finding.between),
         group=finding.group,
+        departs=finding.departs,
     )
 
 

@@ -41,19 +41,23 @@ def format_github(
             props += f",line={finding['line']}"
         kind = "drifting" if finding.get("kind") == "drift" else "non-reproducing"
         title = _escape_github(f"{kind} {finding.get('metric')}", prop=True)
-        message = finding.get("summary") or json.dumps(finding, default=str)
-        if finding.get("explanation"):
-            message = f"{message}. {finding['explanation']}"
+        message = " ".join(
+            str(finding[key]) for key in ("summary", "detail", "explanation") if finding.get(key)
+        ) or json.dumps(finding, default=str)
         out.append(f"::notice {props},title={title}::{_escape_github(str(message))}")
     return "\n".join(out)
 
 
 def format_findings(findings: Sequence[dict[str, Any]]) -> str:
-    """One ``path:line: finding: ...`` line per finding, with its explanation and annotation."""
+    """One ``path:line: finding: ...`` line per finding: its summary first, then the metric and setting,
+    the explanation and the annotation."""
     lines = []
     for finding in findings:
         where = f"{finding['path']}:{finding['line']}" if finding.get("path") else finding["recipe"]
-        text = f"{where}: finding ({finding['recipe']}): {finding['summary']}. {finding['explanation']}"
+        text = (
+            f"{where}: finding ({finding['recipe']}): {finding['summary']} {finding['detail']} "
+            f"{finding['explanation']}"
+        )
         note = finding.get("annotation")
         if note:
             text += f" [annotated {note['status']}: {note['reason']}]"

@@ -137,7 +137,7 @@ def scaffold(config: SiteConfig, kind: str, slug: str, today: dt.date) -> Scaffo
     if kind not in FOLDERS:
         raise ConfigError(f"unknown kind '{kind}' (recipe, case-study or post)")
     rel = f"content/{FOLDERS[kind]}/{slug}.md"
-    if not SLUG_RE.match(slug) or len(slug) > 120:
+    if not SLUG_RE.fullmatch(slug) or len(slug) > 120:
         raise ConfigError(
             f"'{slug}' is not a valid slug: lowercase letters, digits, '.', '-' or '_', starting with a letter "
             f"or digit, at most 120 characters (try '{slugify(slug)[:120]}')",

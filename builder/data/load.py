@@ -222,7 +222,7 @@ def _load_yaml_mapping(
         key_s = str(key)
         if known is not None:
             known.add(key_s)
-        if not SLUG_RE.match(key_s):
+        if not SLUG_RE.fullmatch(key_s):
             problems.error(
                 rel, doc.line_of((key,)), f"id '{key_s}' must be lowercase letters, digits, '.', '-' or '_'"
             )
@@ -272,7 +272,7 @@ def _load_pages(
         slug = os.path.splitext(name)[0]
         if known is not None:
             known.add(slug)
-        if not SLUG_RE.match(slug):
+        if not SLUG_RE.fullmatch(slug):
             problems.error(
                 rel,
                 None,
@@ -416,6 +416,27 @@ def recipe_reference_problem(slug: str, recipe_files: Collection[str]) -> str:
     return f"unknown recipe '{slug}' (no content/recipes/{slug}.md)"
 
 
+def _check_recipe_identifiers(site: Site, problems: Problems) -> None:
+    """A recipe's engine version, flags and env are matched whole against its rows: printable ASCII.
+    Its other text that is not prose (engine, model, checkpoint) may hold no invisible format character."""
+    from builder.data.row_values import format_character_problem, identifier_problem
+
+    for recipe in site.recipes.values():
+        meta = recipe.meta
+        checks: list[tuple[tuple[str, ...], str | None]] = [
+            (("engine_version",), identifier_problem("engine_version", meta.engine_version)),
+            (("flags",), identifier_problem("flags", meta.flags)),
+            *((("env", name), identifier_problem(f"env {name}", value)) for name, value in meta.env.items()),
+            *(
+                ((name,), format_character_problem(name, getattr(meta, name) or ""))
+                for name in ("engine", "model", "checkpoint", "served_model")
+            ),
+        ]
+        for loc, problem in checks:
+            if problem is not None:
+                problems.error(recipe.doc.rel, recipe.doc.line_of(loc), problem)
+
+
 def _check_references(site: Site, problems: Problems) -> None:
     if site.hardware:
         for slug, recipe in site.recipes.items():
@@ -511,6 +532,7 @@ def load_site(
     """
     import pyarrow as pa
 
+    from builder.data.row_values import check_row_values
     from builder.data.rows import discover_row_files
 
     loader = loader if loader is not None else SiteLoader()
@@ -574,9 +596,11 @@ def load_site(
         recipe_files=frozenset(recipe_slugs),
     )
     _check_references(site, problems)
+    _check_recipe_identifiers(site, problems)
     _warn_future_posts(site, problems)
     _refuse_other_links(root, problems)
     _check_row_strings(site, problems, loader.checked_strings())
+    check_row_values(site.rows, lambda: site.con, site.row_files, today(config), problems)
     return site
 
 

@@ -81,6 +81,7 @@ def brief(finding: Finding) -> dict[str, Any]:
         "recipe": finding.recipe,
         "metric": finding.metric,
         "summary": finding.summary(),
+        "detail": finding.detail(),
         "explanation": finding.explanation_text(),
         "path": finding.path,
         "line": finding.line,

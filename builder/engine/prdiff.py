@@ -378,11 +378,10 @@ def _setting_text(view: HeadlineView | None) -> str:
 
 
 def _finding_line(data: dict[str, Any]) -> str:
-    text = data.get("summary") or f"{data.get('metric')} at {json.dumps(data.get('setting'), default=str)}"
-    line = f"**{md(data.get('recipe'))}**: {md(text)}"
-    if data.get("explanation"):
-        line += ("" if str(text).endswith(".") else ".") + f" {md(data['explanation'])}"
-    return line
+    """The finding's summary sentence first, then its metric and setting and its explanation."""
+    text = " ".join(str(data[key]) for key in ("summary", "detail", "explanation") if data.get(key))
+    text = text or f"{data.get('metric')} at {json.dumps(data.get('setting'), default=str)}"
+    return f"**{md(data.get('recipe'))}**: {md(text)}"
 
 
 def render_markdown(diff: SiteDiff) -> str:

@@ -11,7 +11,7 @@ import datetime as dt
 import functools
 from typing import Any
 
-from builder.analysis.findings import Finding
+from builder.analysis.findings import Finding, Side, change_text
 from builder.data.load import Site
 from builder.site import deps
 from builder.site.context import PageJob, RenderContext
@@ -32,8 +32,8 @@ def _labels(finding: Finding) -> dict[str, Any]:
         "metric_label": label,
         "unit": unit,
         "setting_text": finding.setting_text(),
-        "change_pct": f"{finding.change * 100:+.1f}%",
-        "band_pct": f"±{finding.noise.relative * 100:.1f}%",
+        "change_pct": change_text(finding.change),
+        "band_pct": f"±{finding.noise.relative * 100:.1f} %",
     }
 
 
@@ -51,10 +51,14 @@ def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
         updated=finding.date,
         row_ids=sorted(finding.row_ids),
         status_label=STATUS_LABELS.get((finding.annotation or {}).get("status", ""), ""),
-        reference_side=finding.reference.as_json(),
-        departing_side=finding.departing.as_json(),
+        earlier=_side_view(finding, finding.earlier),
+        later=_side_view(finding, finding.later),
     )
     return data
+
+
+def _side_view(finding: Finding, side: Side) -> dict[str, Any]:
+    return {**side.as_json(), "departs": side is finding.departing}
 
 
 FULL_PER_GROUP = 1
@@ -67,11 +71,10 @@ FEED_ENTRIES = 50
 
 def finding_row(finding: Finding, site: Site) -> dict[str, Any]:
     """A finding as one row of a table: what it is and by how much, without the runs' details."""
-    reference, departing = finding.reference, finding.departing
     return {
         **_labels(finding),
-        "reference": {"value": reference.value, "dates": [d.isoformat() for d in reference.dates]},
-        "departing": {"value": departing.value, "dates": [d.isoformat() for d in departing.dates]},
+        "earlier": _side_view(finding, finding.earlier),
+        "later": _side_view(finding, finding.later),
         "direction": finding.direction,
         "explained_by": [d.field for d in finding.explanation.explained_by],
         "row_ids": sorted(finding.row_ids),

@@ -65,7 +65,11 @@ def test_json_findings_follow_the_contract(make_site: MakeSite, capsys: pytest.C
         "metric",
         "setting",
         "runs",
+        "departs",
         "change",
+        "direction",
+        "summary",
+        "detail",
         "explained_by",
         "ruled_out",
         "annotation",
@@ -79,9 +83,9 @@ def test_text_lists_each_finding_at_its_row(make_site: MakeSite, capsys: pytest.
     root = make_site(site_files(ROWS))
     assert main(["check", "--root", str(root)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith(
-        "data/rows/tiny/synthetic.csv:4: finding (tiny): decode_tok_s does not reproduce"
-    )
+    # The finding's sentence first, then its metric and setting, then its explanation.
+    assert lines[0].startswith("data/rows/tiny/synthetic.csv:4: finding (tiny): A loss since 1.0.0 on ")
+    assert lines[0].index("(−") < lines[0].index("Decode at 2,048-token prompt")
     assert "Unexplained by the recorded metadata." in lines[0]
     assert lines[-1].endswith("1 finding")
 
@@ -130,7 +134,7 @@ def test_a_drift_is_titled_as_one_on_github(make_site: MakeSite, capsys: pytest.
     root = make_site(site_files(rows))
     assert main(["check", "--root", str(root), "--format", "github"]) == 0
     notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("::notice")]
-    assert len(notices) == 1 and "title=drifting decode_tok_s::decode_tok_s drifts at" in notices[0]
+    assert len(notices) == 1 and "title=drifting decode_tok_s::A steady loss over 5 runs" in notices[0]
 
 
 def test_runs_told_apart_only_by_flag_order_are_one_run_for_the_not_compared_warning(

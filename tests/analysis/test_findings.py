@@ -131,6 +131,32 @@ def test_drop_is_flagged(make_site: MakeSite) -> None:
     assert departing_dates(finding) == ["2026-05-01", "2026-06-01"]
     assert finding.change == pytest.approx(80.5 / 100.0 - 1)
     assert finding.direction == "worse"
+    # A later loss reads as a loss since the departing version, each side by its runs' own figures.
+    assert finding.departs == "later"
+    assert finding.summary() == (
+        "A loss since 1.0.0 on 2026-05-01: both later runs read 80–81 tok/s, against 99–101 tok/s in all 4 "
+        "earlier runs, on 4 dates from 2026-01-01 to 2026-04-01 (−19.5 %)."
+    )
+
+
+def test_an_earlier_figure_that_later_runs_do_not_reproduce_reads_so(make_site: MakeSite) -> None:
+    rows = history(run("2026-01-01", 130.0), run("2026-02-01", 100.0, 100.4), run("2026-03-01", 99.8))
+    [finding] = findings(make_site, rows)
+    assert departing_dates(finding) == ["2026-01-01"]
+    assert finding.departs == "earlier"
+    # The later runs against the earlier one: what was found since, not the old figure's "gain".
+    assert finding.change == pytest.approx(100.0 / 130.0 - 1) and finding.direction == "worse"
+    assert finding.earlier is finding.departing and finding.later is finding.reference
+    summary = finding.summary()
+    assert summary == (
+        "130 tok/s on 2026-01-01 did not reproduce: both later runs, on 2026-02-01 and 2026-03-01, read "
+        "99.8–100.4 tok/s (−23.1 %)."
+    )
+    assert "better" not in summary and "worse" not in summary
+    data = finding.as_json()
+    assert (data["departs"], data["change"], data["summary"]) == ("earlier", -0.2308, summary)
+    assert (data["earlier"]["low"], data["earlier"]["high"]) == (130.0, 130.0)
+    assert (data["later"]["low"], data["later"]["high"]) == (99.8, 100.4)
 
 
 def test_rise_is_flagged(make_site: MakeSite) -> None:
@@ -155,6 +181,12 @@ def test_middle_outlier_is_flagged(make_site: MakeSite) -> None:
     assert departing_dates(finding) == ["2026-03-01"]
     assert len(finding.reference.runs) == 4
     assert finding.change == pytest.approx(60.0 / 100.0 - 1)
+    # One run departing from those before and after it, against them.
+    assert finding.departs == "between"
+    assert finding.summary() == (
+        "One run departs from those before and after it: 60 tok/s on 2026-03-01, against 99–101 tok/s on "
+        "4 dates from 2026-01-01 to 2026-05-01 (−40.0 %)."
+    )
 
 
 def test_ttft_rise_is_flagged_as_worse(make_site: MakeSite) -> None:
@@ -170,6 +202,7 @@ def test_ttft_rise_is_flagged_as_worse(make_site: MakeSite) -> None:
     assert finding.lower_is_better
     assert finding.change == pytest.approx(0.5)
     assert finding.direction == "worse"
+    assert finding.summary().startswith("A loss since 1.0.0 on 2026-04-01: the later run read 300 ms")
 
 
 def test_itl_fall_is_better(make_site: MakeSite) -> None:
@@ -177,6 +210,8 @@ def test_itl_fall_is_better(make_site: MakeSite) -> None:
     [finding] = findings(make_site, rows)
     assert finding.metric == "itl_ms"
     assert finding.direction == "better"
+    # Two runs: the later one departs (the earlier is the reference on a tie), a gain since it.
+    assert finding.departs == "later" and finding.summary().startswith("A gain since 1.0.0 on 2026-02-01")
 
 
 def test_change_at_one_concurrency_only(make_site: MakeSite) -> None:
@@ -374,8 +409,14 @@ def test_shipped_site_flags_the_nvfp4_decode_case() -> None:
     assert finding["ruled_out"][0]["control"]["value"] == 42.5
     assert finding["explained_by"] == []
     assert "Unexplained by the recorded metadata" in finding["explanation"]
-    # The 76.8 run departs from the two that agree: the change is the departing run's against them.
-    assert finding["change"] > 0.8 and finding["direction"] == "better"
+    # Told in time order: the earlier 76.8 did not reproduce; the change is the later runs' against it.
+    assert finding["departs"] == "earlier"
+    assert finding["change"] == pytest.approx(42.55 / 76.8 - 1, abs=1e-4) and finding["direction"] == "worse"
+    assert finding["summary"] == (
+        "76.8 tok/s on 2026-07-06 did not reproduce: both later runs, on 2026-07-27, read 42.5–42.6 tok/s "
+        "(−44.6 %)."
+    )
+    assert finding["earlier"]["dates"] == ["2026-07-06"] and finding["later"]["dates"] == ["2026-07-27"]
     assert finding["annotation"] is None
 
 

@@ -19,7 +19,7 @@ def test_open_and_closed_loop_runs_are_never_compared(make_site: MakeSite) -> No
     rows += run("2026-04-01", 10.0, metric="aggregate_tok_s", concurrency="", request_rate=10)
     [finding] = findings(make_site, rows)
     assert finding.setting["request_rate"] == 10 and finding.setting["concurrency"] is None
-    assert "10 req/s" in finding.summary() and finding.id.endswith("-r10-2026-04-01")
+    assert "10 req/s" in finding.detail() and finding.id.endswith("-r10-2026-04-01")
 
 
 def test_an_unlimited_rate_reads_as_such_and_writes_inf_in_json(make_site: MakeSite) -> None:
@@ -29,7 +29,7 @@ def test_an_unlimited_rate_reads_as_such_and_writes_inf_in_json(make_site: MakeS
     )
     [finding] = findings(make_site, rows)
     assert finding.setting["request_rate"] == math.inf
-    assert "unlimited rate (∞ req/s)" in finding.summary()
+    assert "unlimited rate (∞ req/s)" in finding.detail()
     assert finding.as_json()["setting"]["request_rate"] == "inf"
 
 

@@ -50,4 +50,5 @@ def test_vllm_18619_open_loop_runs_read_as_a_loss_of_0_8_5(findings: list[dict[s
     ]
     assert [len(r["trials"]) for r in finding["runs"]] == [7, 7]
     assert finding["change"] == pytest.approx(57.80 / 62.79 - 1, abs=1e-4)  # the medians the issue prints
-    assert "req/s" in finding["summary"]
+    assert "200 req/s" in finding["detail"]
+    assert finding["departs"] == "later" and finding["summary"].startswith("A loss since 0.8.5 on ")

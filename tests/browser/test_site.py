@@ -147,6 +147,22 @@ def test_every_page_kind_fits_a_phone(
     assert violations == [], report(violations)
 
 
+FOUNDING_SUMMARY = "76.8 tok/s on 2026-07-06 did not reproduce: both later runs, on 2026-07-27, read 42.5–42.6 tok/s (−44.6 %)."
+
+
+@pytest.mark.parametrize("where", [RECIPE, "findings/"])
+def test_the_founding_finding_reads_in_time_order_first(opened: Any, base_url: str, where: str) -> None:
+    # What a reader sees first of the finding is the sentence, in time order, by the runs' own figures.
+    page, _ = opened()
+    page.goto(base_url + where)
+    finding = page.locator("article.finding, .banner.finding").first
+    first = finding.locator(":scope > *").first
+    assert first.inner_text().strip().replace("\xa0", " ") == FOUNDING_SUMMARY
+    assert first.is_visible()
+    text = finding.inner_text()
+    assert "42.55" not in text and "better" not in text and "worse" not in text
+
+
 def test_flags_and_values_are_not_broken_on_a_desktop(opened: Any, base_url: str) -> None:
     # A flag is copied whole: broken at its hyphens ("--kv-cache-" / "dtype") it reads as two.
     page, _ = opened()

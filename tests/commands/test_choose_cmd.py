@@ -52,7 +52,7 @@ def test_json_shape_on_the_shipped_site(capsys: pytest.CaptureFixture[str]) -> N
         ],
         "row": f"data/rows/{NVFP4}/2026-07-27-spark-01.csv:3",
     }
-    assert second["findings"][0]["summary"].startswith("decode_tok_s does not reproduce")
+    assert second["findings"][0]["summary"].startswith("76.8 tok/s on 2026-07-06 did not reproduce")
     assert [r["exact"] for r in results] == [True, True, False, False]
 
 
@@ -77,7 +77,7 @@ def test_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[4] == (
         f"     at the asked setting; 2026-07-27; matches; row data/rows/{NVFP4}/2026-07-27-spark-01.csv:3"
     )
-    assert lines[5].startswith("     open finding: decode_tok_s does not reproduce at 2,048-token prompt")
+    assert lines[5].startswith("     open finding: 76.8 tok/s on 2026-07-06 did not reproduce")
     assert any(line.startswith("     NEAREST setting: prompt not recorded") for line in lines)
 
 

@@ -296,10 +296,11 @@ def test_csv_that_parses_in_bulk_gives_what_file_by_file_gives(rows: list[dict[s
     st.lists(
         st.fixed_dictionaries(
             {
-                "decode_tok_s": st.floats(min_value=0, max_value=1e12, allow_nan=False),
+                # A throughput of 0 and a date after the build's day are refused (tests/data/test_row_values.py).
+                "decode_tok_s": st.floats(min_value=0, max_value=1e12, allow_nan=False, exclude_min=True),
                 "prompt_tokens": st.integers(min_value=1, max_value=2**40),
                 "concurrency": st.integers(min_value=1, max_value=1024),
-                "date": st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2100, 1, 1)),
+                "date": st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2026, 1, 1)),
             }
         ),
         min_size=1,

@@ -34,6 +34,7 @@ def test_brief_findings_are_the_full_ones_cut_down(make_site: MakeSite) -> None:
         "recipe",
         "metric",
         "summary",
+        "detail",
         "explanation",
         "path",
         "line",

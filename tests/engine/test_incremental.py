@@ -88,7 +88,8 @@ class Editor:
             generate.add_row_file(
                 self.root,
                 index,
-                f"2027-{1 + self.counter % 12:02d}-{1 + self.counter % 28:02d}",
+                # After every generated run, on or before the fixed build day (2026-07-27).
+                f"2026-07-{1 + self.counter % 27:02d}",
                 rows=self.rnd.randint(1, 12),
                 seed=self.counter,
             )
@@ -587,7 +588,7 @@ def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: 
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
     folder = state_dir(site, out.resolve())
     before = (folder / "rows.arrow").read_bytes()
-    generate.add_row_file(site, 1, "2027-03-04")
+    generate.add_row_file(site, 1, "2026-07-04")
     template = site / "templates" / "recipe.html"
     good = template.read_text(encoding="utf-8")
     template.write_text(good.replace("{% endblock %}", "{{ 1 / 0 }}{% endblock %}", 1), encoding="utf-8")
@@ -657,7 +658,7 @@ def test_findings_pages_follow_the_findings_not_every_row(
     a row file that changes no finding renders neither; one that makes a finding renders both."""
     from builder.site import findings_pages
 
-    generate.add_row_file(site, 0, "2026-12-01", rows=24, seed=9, factor=0.5)  # a finding to list
+    generate.add_row_file(site, 0, "2026-07-01", rows=24, seed=9, factor=0.5)  # a finding to list
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
     assert "<entry>" in (out / "findings" / "feed.xml").read_text(encoding="utf-8")
@@ -674,11 +675,11 @@ def test_findings_pages_follow_the_findings_not_every_row(
         return real(ctx)
 
     monkeypatch.setattr(findings_pages, "render_findings_feed", feed)
-    generate.add_row_file(site, 2, "2027-02-01", rows=24, seed=11)  # a run that agrees
+    generate.add_row_file(site, 2, "2026-07-10", rows=24, seed=11)  # a run that agrees
     report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert report.ok and rendered == []
     before = (out / "findings" / "feed.xml").read_bytes()
-    generate.add_row_file(site, 2, "2027-03-01", rows=24, seed=12, factor=0.5)  # a regression
+    generate.add_row_file(site, 2, "2026-07-20", rows=24, seed=12, factor=0.5)  # a regression
     report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert report.ok and rendered == ["feed"]
     assert (out / "findings" / "feed.xml").read_bytes() != before

@@ -35,6 +35,8 @@ from tests.chartpage import StubFinding, StubRun, chart_block, chart_specs
 from tests.conftest import MakeSite
 
 HOSTILE = 'a</script><script>alert(1)</script> "quoted" & <!-- \u2028\u2029 </SCRIPT >'
+HOSTILE_ASCII = HOSTILE.replace("\u2028\u2029 ", "")
+"""The markup a flag can carry: flags are printable ASCII."""
 
 SAMPLE_VALUES: dict[str, list[dict[str, Any]]] = {
     PROMPT: [
@@ -268,7 +270,7 @@ def hostile_site(make_site: MakeSite) -> Path:
         f"2026-01-09,tiny,node-a,1.0.0,8192,1,45.0,,{FLAGS},EXAMPLE_ENV=1,synthetic,",
         f"2026-01-09,tiny,node-a,1.0.0,2048,8,30.0,240.0,{FLAGS},EXAMPLE_ENV=1,synthetic,",
         # off-recipe: a flag value carrying markup, so the history's "why" column carries it too
-        f"2026-01-16,tiny,node-a,1.0.0,2048,1,60.0,,{_csv_field(FLAGS + ' --served-model-name ' + shlex.quote(HOSTILE))},EXAMPLE_ENV=1,synthetic,",
+        f"2026-01-16,tiny,node-a,1.0.0,2048,1,60.0,,{_csv_field(FLAGS + ' --served-model-name ' + shlex.quote(HOSTILE_ASCII))},EXAMPLE_ENV=1,synthetic,",
     ]
     return make_site(
         {
@@ -337,7 +339,7 @@ def test_recipe_page_has_each_chart_kind_with_its_data(hostile_build: Path) -> N
     history = specs["chart-history-decode_tok_s"]["data"]["values"]
     off = [v for v in history if v["status"] == "differs from recipe"]
     assert [v["value"] for v in off] == [60.0]
-    assert HOSTILE in off[0]["note"]  # the flag value travels as data, intact
+    assert HOSTILE_ASCII in off[0]["note"]  # the flag value travels as data, intact
     throughput = specs["chart-concurrency"]["data"]["values"]
     assert {(v["measure"], v["concurrency"]) for v in throughput} >= {("Aggregate", 8), ("Per stream", 1)}
 
@@ -419,13 +421,15 @@ def test_off_recipe_reason_is_shown_as_text(hostile_build: Path) -> None:
     ]
     assert len(off) == 1
     diffs = off[0].select_one("ul.diffs")
-    assert diffs is not None and "--served-model-name" in diffs.get_text() and HOSTILE in diffs.get_text()
+    assert (
+        diffs is not None and "--served-model-name" in diffs.get_text() and HOSTILE_ASCII in diffs.get_text()
+    )
     note = [
         v
         for v in _specs(soup)["chart-history-decode_tok_s"]["data"]["values"]
         if v["status"] == "differs from recipe"
     ]
-    assert len(note) == 1 and HOSTILE in note[0]["note"]
+    assert len(note) == 1 and HOSTILE_ASCII in note[0]["note"]
 
 
 def test_page_data_holds_each_spec_once(hostile_build: Path) -> None:

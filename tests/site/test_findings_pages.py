@@ -41,14 +41,19 @@ def test_recipe_page_banner_and_marked_rows(make_site: MakeSite, tmp_path: Path)
     page = _soup(_build(make_site, tmp_path) / "recipes/tiny/index.html")
     [banner] = page.select("section.findings .banner")
     text = banner.get_text(" ", strip=True)
-    assert "Decode does not reproduce" in text
+    # The finding's sentence comes first, in time order, each side by its own figures.
+    assert banner.select_one("h3").get_text(strip=True).replace("\xa0", " ") == (
+        "A loss since 1.0.0 on 2026-03-01: the later run read 70 tok/s, against 100–101 tok/s in both "
+        "earlier runs, on 2026-01-01 and 2026-02-01 (−30.3 %)."
+    )
+    assert "Decode at 2,048-token prompt" in text
     values = [s.get_text(" ", strip=True) for s in banner.select(".figure-pair")]
-    assert values[0].startswith("reference 100.5 ") and "2026-01-01, 2026-02-01" in values[0].replace(
+    assert values[0].startswith("earlier 100–101 ") and "2026-01-01, 2026-02-01" in values[0].replace(
         " ,", ","
     )
-    assert values[1].startswith("departing 70 ") and "2026-03-01" in values[1]
+    assert values[1].startswith("later (departs) 70 ") and "2026-03-01" in values[1]
     assert "2,048-token prompt, context 0, concurrency 1" in text
-    assert banner.select_one(".badge.bad").get_text(strip=True) == "-30.3% · worse"
+    assert banner.select_one(".badge.bad").get_text(strip=True) == "−30.3 %"
     explained = [li.get_text(" ", strip=True) for li in banner.select(".finding-explanation li")]
     assert explained == ["--max-model-len : 4096 vs 8192"]
     # The three runs' rows are marked in the results table, and only those.
@@ -93,7 +98,8 @@ def test_findings_page_and_index_count(make_site: MakeSite, tmp_path: Path) -> N
     out = _build(make_site, tmp_path)
     page = _soup(out / "findings/index.html")
     [item] = page.select("section[aria-labelledby=open-h] article.finding")
-    link = item.select_one("h3 a")
+    assert item.select_one("h3").get_text(strip=True).startswith("A loss since 1.0.0 on 2026-03-01: ")
+    link = item.select_one(".finding-setting a")
     assert link.get_text(strip=True) == "Tiny model on a test GPU"
     assert link["href"] == f"../recipes/tiny/#{item['id']}"
     feeds = [
@@ -117,7 +123,9 @@ def test_feed_is_atom_dated_from_the_rows(
     assert entry.findtext(f"{ATOM}updated") == "2026-03-01T00:00:00Z"
     assert entry.findtext(f"{ATOM}id").startswith("https://example.org/findings/#finding-tiny-decode_tok_s-")
     assert entry.find(f"{ATOM}link").get("href").startswith("https://example.org/recipes/tiny/#finding-")
-    assert "Differs between the runs: --max-model-len (4096 vs 8192)." in entry.findtext(f"{ATOM}summary")
+    summary = entry.findtext(f"{ATOM}summary")
+    assert summary.startswith("A loss since 1.0.0 on 2026-03-01: the later run read 70 tok/s")
+    assert "Differs between the runs: --max-model-len (4096 vs 8192)." in summary
     # No clock: another build at another "now" writes the same bytes.
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "2000000000")
     again = tmp_path / "again"
@@ -138,12 +146,19 @@ def test_shipped_nvfp4_recipe_page_shows_the_banner() -> None:
     html = render_recipe(make_context(loaded.site, loaded.recon), "qwen3.6-35b-a3b-nvidia-nvfp4")
     page = BeautifulSoup(html, "html.parser")
     banners = [
-        b for b in page.select("section.findings .banner") if "Decode" in b.select_one("h3").get_text()
+        b
+        for b in page.select("section.findings .banner")
+        if "Decode" in b.select_one(".finding-setting").get_text()
     ]
     [banner] = banners
+    # Told in time order: the earlier figure did not reproduce, each side by its runs' own figures.
+    assert banner.select_one("h3").get_text(strip=True).replace("\xa0", " ") == (
+        "76.8 tok/s on 2026-07-06 did not reproduce: both later runs, on 2026-07-27, read 42.5–42.6 tok/s "
+        "(−44.6 %)."
+    )
     text = banner.get_text(" ", strip=True)
-    assert "76.8" in text and "42.55" in text
-    assert "2026-07-06" in text and "2026-07-27" in text
+    assert "42.55" not in text  # no statistic of the runs stands in for their figures
+    assert "better" not in text and "worse" not in text
     assert "Unexplained by the recorded metadata." in text
     [ruled] = banner.select(".finding-explanation li")
     assert ruled.select_one("code").get_text() == "--max-model-len"
@@ -176,7 +191,7 @@ def test_findings_of_one_departing_run_are_grouped_on_the_recipe_page(
     rows = table.select("table.findings-table tbody tr")
     assert len(rows) == 5
     cells = [td.get_text(" ", strip=True) for td in rows[0].select("td")]
-    assert cells[1].startswith("100.5") and cells[2].startswith("70") and cells[3].startswith("-30.3%")
+    assert cells[1:] == ["100–101", "70 departs", "−30.3 % band ±8.3 %"]
     # Every finding keeps its anchor (the first is the banner's), and every run's rows stay marked.
     anchors = {banner["id"]} | {tr["id"] for tr in rows if tr.has_attr("id")}
     assert len(anchors) == 5 and all(a.startswith("finding-tiny-decode_tok_s-") for a in anchors)
@@ -206,10 +221,12 @@ def test_findings_page_shows_each_recipe_once_and_pages_past_the_limit(
     again = tmp_path / "again"
     build(load_config(root, again))
     first, other = _soup(again / "findings/index.html"), _soup(again / "findings/page/2/index.html")
-    assert [a.get_text() for a in first.select("article.finding h3 a")] == ["Tiny model on a test GPU"]
+    assert [a.get_text() for a in first.select("article.finding .finding-setting a")] == [
+        "Tiny model on a test GPU"
+    ]
     assert len(other.select("article.finding")) == 1
     assert (
-        other.select_one("article.finding h3 a")["href"]
+        other.select_one("article.finding .finding-setting a")["href"]
         == "../../../recipes/tiny-two/#" + (other.select_one("article.finding")["id"])
     )
     pager = [(a.get_text(), a["href"]) for a in other.select("nav.pager a")]
@@ -254,8 +271,8 @@ def test_real_regressions_read_as_one_loss_each_on_their_pages(tmp_path: Path) -
     spark = _soup(out / "recipes/spark-vllm-prefill/index.html")
     [banner] = spark.select("section.findings .banner.finding")
     pairs = [" ".join(p.get_text(" ", strip=True).split()) for p in banner.select(".figure-pair")]
-    assert pairs[0].startswith("reference 420.05") and "0.17.1.rc1" in pairs[0]
-    assert pairs[1].startswith("departing 355.15") and "0.17.2rc1.dev7" in pairs[1]
+    assert pairs[0].startswith("earlier 420.05") and "0.17.1.rc1" in pairs[0]
+    assert pairs[1].startswith("later (departs) 355.15") and "0.17.2rc1.dev7" in pairs[1]
     assert len(banner.select("details.finding-settings tbody tr")) == 12
     # The reported spread is shown with each figure.
     assert "1,479.18 ± 1.11" in " ".join(spark.select_one("table.rows").get_text(" ", strip=True).split())

@@ -104,7 +104,8 @@ def test_index_leads_with_the_chooser_and_counts_recipes_by_model_and_hardware(s
     recent = [li.get_text(" ", strip=True) for li in soup.select("ul.recent")[0].find_all("li")]
     assert recent[0].startswith("2026-07-27 : 4 rows of Qwen3.6 35B-A3B — NVIDIA NVFP4 on spark-01")
     opened = soup.select("ul.recent")[1].get_text(" ", strip=True)
-    assert "Decode does not reproduce at 2,048-token prompt" in opened
+    assert "76.8 tok/s on 2026-07-06 did not reproduce: both later runs" in opened
+    assert "Decode at 2,048-token prompt" in opened
     assert soup.find("a", href="news/nvfp4-qwen3.6-35b-a3b-dgx-spark/") is not None
 
 
