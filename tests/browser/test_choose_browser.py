@@ -47,7 +47,7 @@ def opened(browser: Any, base_url: str) -> Iterator[Open]:
 
 def _table(page: Any) -> list[list[str]]:
     return page.evaluate(
-        """() => [...document.querySelectorAll('#choose-results tr')].map(
+        """() => [...document.querySelectorAll('#choose-results tr:not(.choose-section)')].map(
             tr => [...tr.querySelectorAll('td')].map(td => td.textContent))"""
     )
 
@@ -64,13 +64,24 @@ def test_the_chooser_ranks_as_the_command_does(opened: Open, base_url: str, devi
     rows = _table(page)
     loaded = load_and_reconcile(load_config(REPO))
     assert loaded.recon is not None
-    expected = choose(loaded.site, loaded.recon, Query("dgx-spark", prompt_tokens=2048))
-    assert [row[1] for row in rows] == [c.title for c in expected]
-    assert rows[0][:3] == ["1", "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
-    assert rows[1][2:5] == ["42.6", "2026-07-27", "matches"]
+    ranking = choose(loaded.site, loaded.recon, Query("dgx-spark", prompt_tokens=2048))
+    expected = ranking.results
+    assert [row[1].split(" contested")[0].split(" command not recorded")[0] for row in rows] == [
+        c.title for c in expected
+    ]
+    assert rows[0][:3] == ["1", "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast command not recorded", "106.5"]
+    assert rows[1][1:5] == ["Qwen3.6 35B-A3B — NVIDIA NVFP4 contested", "42.6", "2026-07-27", "matches"]
     assert rows[1][5] == "1"  # the open finding
     assert rows[1][6] == "data/rows/qwen3.6-35b-a3b-nvidia-nvfp4/2026-07-27-spark-01.csv:3"
-    assert ["nearest setting" in row[3] for row in rows] == [not c.exact for c in expected]
+    sections = page.locator("#choose-results tr.choose-section").all_inner_texts()
+    assert sections == [f"Measured at another setting: {s.text()}" for s, _ in ranking.sections()]
+    answer = page.locator("#choose-answer")
+    assert (
+        answer.locator("p")
+        .inner_text()
+        .startswith("Use this: Qwen3.6 35B-A3B — NVIDIA NVFP4 contested, 42.6")
+    )
+    assert answer.locator("pre").inner_text() == ranking.answer.figure.command  # type: ignore[union-attr]
     # A latency: lower first.
     page.select_option("#choose-metric", "itl_ms")
     assert [row[2] for row in _table(page)] == ["9", "23.5"]
@@ -109,7 +120,10 @@ def test_without_javascript_each_hardware_page_ranks_at_every_setting(
     section = page.locator("section.choose-setting", has=page.locator(f"h2:text-is('{AT_2048}')"))
     first = section.locator("table").first.locator("tbody tr")
     assert first.count() == 2
-    assert first.nth(0).inner_text().split("\t")[1:3] == ["Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
+    assert first.nth(0).inner_text().split("\t")[1:3] == [
+        "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast command not recorded",
+        "106.5",
+    ]
     assert page.evaluate("document.documentElement.scrollWidth") <= (390 if device == "phone" else 1280)
     page.goto(base_url + "hardware/dgx-spark/")
     assert page.locator("main a[href='../../choose/dgx-spark/']").count() == 1
