@@ -7,11 +7,10 @@ the ``/choose/`` pages both rank with :func:`rank`.
 - **Rows**: only rows measured on the asked hardware (through their node) that carry the metric,
   and of the asked kind of load: closed-loop rows (no ``request_rate``) for ``concurrency``,
   open-loop rows for ``request_rate``; the two never stand in for each other.
-- **Which rows make a recipe's figure**: as for headlines, its rows that match the recipe when it
-  has any (for that metric, on that hardware, of that kind of load); otherwise its rows whose
-  status is *not recorded*; otherwise its rows that differ. The result says which (``status``).
-- **The figure at a setting**: the latest run there (same date, time, node, engine version and
-  build, flags, env), the median of its values; ``row`` is that run's row nearest the median.
+- **The figure at a setting**: the one every page shows for that recipe, setting and metric
+  (:mod:`builder.site.figures`: the best-ranked rows there, their latest run, its median; rows that
+  differ from the recipe only where nothing better was measured, said by ``status``); ``row`` is that
+  run's row nearest the median.
 - **Like with like**: a ranking holds only figures measured at the asked load (the concurrency, or
   the request rate and its cap); a query never borrows a figure from another load. When nothing was
   measured at the asked load, the ranking is empty and says which loads were (``loads``).
@@ -37,10 +36,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -51,6 +50,8 @@ from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES
 from builder.data.load import Site
 from builder.errors import UsageError
 from builder.site.comparisons import disputed_claims
+from builder.site.figure_grid import FigureGrid, rows_table
+from builder.site.figures import figure_key, median_row
 from builder.site.formats import fmt_number
 from builder.site.reproduce import runnable_command
 from builder.site.views import rows_by_recipe
@@ -68,7 +69,8 @@ class Setting:
     prompt_tokens: int | None
     output_tokens: int | None
     context_tokens: int
-    concurrency: int
+    concurrency: int | None
+    """``None`` only for an open-loop run without a cap."""
     request_rate: float | None
 
     @property
@@ -90,7 +92,7 @@ class Setting:
         if self.request_rate is not None:
             rate = self.request_rate
             text = "all requests at once" if math.isinf(rate) else f"{rate:g} requests/s"
-            parts.append(f"{text} (cap {self.concurrency})")
+            parts.append(f"{text} (cap {self.concurrency})" if self.concurrency is not None else text)
         else:
             parts.append(f"concurrency {self.concurrency}")
         return ", ".join(parts)
@@ -100,7 +102,7 @@ class Setting:
         return (
             self.open_loop,
             self.request_rate or 0.0,
-            self.concurrency,
+            self.concurrency or 0,
             self.context_tokens,
             self.prompt_tokens is None,
             self.prompt_tokens or 0,
@@ -198,6 +200,22 @@ class Figure:
     """Rows of the recipe's chosen status at this setting (how measured the setting is)."""
     command: str | None = None
     """The serve command of the figure's run when it can be run as recorded, else ``None``."""
+    hardware: str = ""
+
+    @property
+    def key(self) -> str:
+        """:func:`~builder.site.figures.figure_key` of this figure."""
+        s = self.setting
+        return figure_key(
+            self.recipe,
+            self.metric,
+            self.hardware,
+            s.prompt_tokens,
+            s.output_tokens,
+            s.context_tokens,
+            s.concurrency,
+            s.request_rate,
+        )
 
 
 @dataclass(frozen=True)
@@ -351,71 +369,69 @@ def check_query(site: Site, query: Query) -> None:
         raise UsageError("ask for a concurrency or a request rate, not both")
 
 
-_RUN = ("date", "time", "node", "engine_version", "engine_build", "flags", "env")
-"""What tells runs apart, in the order that makes one run later than another."""
-
-_COLUMNS = ("recipe", *_RUN, "engine", "file_id", "file_row", *DIMENSIONS)
-
-_FIGURES_SQL = """
-WITH measured AS (
-    UNPIVOT mine ON {metrics} INTO NAME metric VALUE value
-), tiered AS (
-    SELECT *, min(tier) OVER (PARTITION BY recipe, metric, request_rate IS NULL) AS best FROM measured
-), pool AS (
-    SELECT *, count(*) OVER setting AS n, max(run) OVER setting AS latest
-    FROM tiered WHERE tier = best
-    WINDOW setting AS (PARTITION BY recipe, metric, {dimensions})
-)
-SELECT recipe, metric, {dimensions}, tier, n, value, date, file_id, file_row, position,
-    engine, engine_version, engine_build, flags, env
-FROM pool WHERE run = latest
-ORDER BY recipe, metric, {dimensions}, position
-"""
-"""Per recipe, metric and setting, the latest run's rows among the rows of the recipe's best status
-(``tier``) for that metric and kind of load, with how many rows that status has at the setting."""
-
 _SERVE = ("engine", "engine_version", "engine_build", "flags", "env")
-"""The fields of the chosen row its serve command reads (the last columns of the query)."""
+"""The fields of a figure's row that its serve command reads."""
 
 
 def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> HardwareFigures:
-    """Every recipe's figure, per metric, at every setting it was measured at on ``hardware``."""
-    import duckdb  # the rows of one hardware, grouped by recipe, metric, setting and run
-
+    """Every recipe's figure, per metric, at every setting it was measured at on ``hardware``: the
+    figures of :class:`~builder.site.figure_grid.FigureGrid`, the one figure of a recipe at a setting
+    that every page shows (rows that differ from the recipe give one where nothing better does)."""
     nodes = sorted(n for n, hw in site.node_hardware().items() if hw == hardware)
     table = site.rows
     positions = pc.indices_nonzero(pc.is_in(table.column("node"), value_set=pa.array(nodes, pa.string())))
-    tier_of = {status: tier for tier, status in enumerate(STATUS_ORDER)}
-    tiers = [tier_of.get(recon.status(i).status, -1) for i in positions.to_pylist()]
-    mine = table.select([*_COLUMNS, *METRICS]).take(positions)
-    # Runs numbered in order, latest last: a run is later when its date, time, node, ... are.
-    keys = list(zip(*(mine.column(c).to_pylist() for c in _RUN), strict=True))
-    keys = [tuple(v or "" for v in key) for key in keys]
-    number = {key: n for n, key in enumerate(sorted(set(keys)))}
-    mine = mine.append_column("run", pa.array([number[k] for k in keys], pa.int64()))
-    mine = mine.append_column("tier", pa.array(tiers, pa.int8()))
-    mine = mine.append_column("position", pa.array(range(mine.num_rows), pa.int64()))
-    mine = mine.filter(pc.greater_equal(mine.column("tier"), 0))
-    query = _FIGURES_SQL.format(metrics=", ".join(METRICS), dimensions=", ".join(DIMENSIONS))
-    with duckdb.connect() as con:
-        con.register("mine", mine)
-        found = con.sql(query).to_arrow_table()
-    latest = list(zip(*(column.to_pylist() for column in found.columns), strict=True))
-    # One group per recipe, metric and setting: the latest run's rows, in table order.
-    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = defaultdict(list)
-    for record in latest:
-        groups[record[: 2 + len(DIMENSIONS)]].append(record)
+    mine = table.select(["row_id", "recipe", "file_id", "file_row", *_SERVE, *METRICS]).take(positions)
+    local = {row_id: i for i, row_id in enumerate(mine.column("row_id").to_pylist())}
+    slugs = sorted(set(mine.column("recipe").to_pylist()))
+    rows = rows_by_recipe(site)
+    grid = FigureGrid(rows_table(rows, slugs), recon, site.node_hardware())
+    columns: dict[str, list[Any]] = {}
+
+    def column(name: str) -> list[Any]:
+        if name not in columns:
+            columns[name] = mine.column(name).to_pylist()
+        return columns[name]
+
     figures: dict[tuple[str, str, bool], dict[Setting, Figure]] = defaultdict(dict)
-    made: dict[tuple[Any, ...], Setting] = {}
     commands: dict[tuple[Any, ...], str | None] = {}
-    for key, run in groups.items():
-        recipe, metric, where = key[0], key[1], key[2:]
-        setting = made.get(where)
-        if setting is None:
-            setting = made[where] = Setting(*where)
-        figures[(recipe, metric, setting.open_loop)][setting] = _figure(
-            site, recipe, metric, setting, run, commands
-        )
+    for metric in METRICS:
+        values = column(metric) if grid.measured(metric) else []
+        for where, recipes in grid.measured(metric):
+            if where is None or where.hardware != hardware:
+                continue
+            setting = Setting(
+                where.prompt_tokens,
+                where.output_tokens,
+                where.context_tokens,
+                where.concurrency,
+                where.request_rate,
+            )
+            for recipe in recipes:
+                cell = grid.cell(metric, where, recipe)
+                if cell is None:
+                    continue
+                at = local[median_row(cell, partial(_value_at, values, local))]
+                parsed = site.row_files[column("file_id")[at]]
+                serve = tuple(column(f)[at] for f in _SERVE)
+                if (recipe, serve) not in commands:
+                    meta = site.recipes[recipe].meta if recipe in site.recipes else None
+                    commands[(recipe, serve)] = (
+                        None
+                        if meta is None
+                        else runnable_command(meta, dict(zip(_SERVE, serve, strict=True)))
+                    )
+                figures[(recipe, metric, setting.open_loop)][setting] = Figure(
+                    recipe,
+                    metric,
+                    setting,
+                    cell.value,
+                    cell.date,
+                    cell.status,
+                    f"{parsed.source.rel}:{parsed.line_of(column('file_row')[at])}",
+                    cell.trials,
+                    commands[(recipe, serve)],
+                    hardware,
+                )
     for by_setting in figures.values():
         ordered = sorted(by_setting.items(), key=lambda kv: kv[0].sort_key())
         by_setting.clear()
@@ -432,7 +448,7 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
         for metric, found_refs in refs.items():
             findings[(recipe, metric)] = tuple(found_refs)
     titles = {slug: site.recipes[slug].meta.title for slug in slugs if slug in site.recipes}
-    claims = disputed_claims(site, rows_by_recipe(site), recon, slugs)
+    claims = disputed_claims(site, rows, recon, slugs)
     disputed = {
         slug: (s.prompt_tokens, s.context_tokens, s.concurrency, s.request_rate)
         for slug, s in claims.items()
@@ -443,42 +459,16 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     )
 
 
+def _value_at(values: list[Any], local: dict[int, int], row_id: int) -> float:
+    return float(values[local[row_id]])
+
+
 def _finding_setting(finding: Any) -> Setting | None:
     s = finding.setting
     try:
         return Setting(*(s[d] for d in DIMENSIONS))
     except KeyError:
         return None
-
-
-def _figure(
-    site: Site,
-    recipe: str,
-    metric: str,
-    setting: Setting,
-    run: list[tuple[Any, ...]],
-    commands: dict[tuple[Any, ...], str | None],
-) -> Figure:
-    """The figure of a setting's latest run: ``run`` holds its rows as the query selects them."""
-    at = 2 + len(DIMENSIONS)
-    tier, count = run[0][at], run[0][at + 1]
-    if len(run) == 1:
-        nearest = run[0]
-        value = nearest[at + 2]
-    else:
-        value = statistics.median(r[at + 2] for r in run)
-        nearest = min(run, key=lambda r: (abs(r[at + 2] - value), r[at + 6]))
-    date, file_id, file_row = nearest[at + 3 : at + 6]
-    parsed = site.row_files[file_id]
-    row = f"{parsed.source.rel}:{parsed.line_of(file_row)}"
-    serve = nearest[at + 7 :]
-    known = (recipe, *serve)
-    if known not in commands:
-        meta = site.recipes[recipe].meta if recipe in site.recipes else None
-        commands[known] = (
-            None if meta is None else runnable_command(meta, dict(zip(_SERVE, serve, strict=True)))
-        )
-    return Figure(recipe, metric, setting, value, date, STATUS_ORDER[tier], row, count, commands[known])
 
 
 def _log_distance(measured: float, asked: float) -> float:

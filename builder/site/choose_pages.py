@@ -98,6 +98,7 @@ def rankings_json(figures: HardwareFigures, ranked_all: Ranked) -> bytes:
         "recipes": [[slug, figures.titles[slug]] for slug in recipes],
         "settings": [s.text() for s in settings],
         "setting_loads": [load_text(s.concurrency, s.request_rate) for s in settings],
+        "setting_values": [list(s.as_json().values()) for s in settings],
         "loads": loads,
         "commands": sorted(command_no, key=command_no.__getitem__),
         "figures": figure_rows,

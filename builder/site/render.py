@@ -119,7 +119,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         findings=findings,
         marked_rows=marked_rows,
         anchors=row_anchors(ctx.site, rows),
-        headline=headline(recipe, rows, ctx.recon),
+        headline=headline(recipe, rows, ctx.recon, ctx.site.node_hardware()),
         params=key_parameters(recipe),
         command=recipe_command(recipe),
         api=api_example(recipe),

@@ -52,14 +52,15 @@ def test_hardware_page_ranks_the_recipes_measured_at_each_setting(pages: dict[st
     soup = BeautifulSoup(pages["choose/dgx-spark/index.html"], "html.parser")
     sections = soup.select("section.choose-setting")
     headings = [s.h2.get_text() for s in sections if s.h2]
-    assert headings[:3] == [
+    assert headings[:4] == [
         "512-token prompt, context 0, concurrency 1",
+        "2,048-token prompt, 256 output tokens, context 0, concurrency 1",  # the control run: another setting
         "2,048-token prompt, context 0, concurrency 1",
         "8,192-token prompt, context 0, concurrency 1",
     ]
     toc = [(a["href"], a.get_text()) for a in soup.select("nav.toc a")]
     assert toc == [(f"#{s.h2['id']}", s.h2.get_text()) for s in sections if s.h2]
-    at_2048 = sections[1]
+    at_2048 = sections[2]
     assert [h.get_text() for h in at_2048.find_all("h3")] == [
         "Decode tok/s per stream, higher is better",
         "Prefill tok/s, higher is better",
@@ -93,7 +94,8 @@ def test_hardware_page_ranks_the_recipes_measured_at_each_setting(pages: dict[st
 def test_json_index_holds_the_rankings_rank_makes(pages: dict[str, bytes]) -> None:
     index = json.loads(pages["choose/dgx-spark/rankings.json"])
     assert set(index) == {
-        "hardware", "name", "metrics", "recipes", "settings", "setting_loads", "loads", "commands", "figures",
+        "hardware", "name", "metrics", "recipes", "settings", "setting_loads", "setting_values", "loads", "commands",
+        "figures",
         "rankings", "answers",
     }  # fmt: skip
     assert [m[0] for m in index["metrics"]] == [
