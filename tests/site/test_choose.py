@@ -101,6 +101,11 @@ def _ranked(site: Site, recon: Reconciliation, **asked: object) -> list[tuple[st
     return [(c.figure.recipe, c.figure.value, c.exact) for c in choose(site, recon, query).results]
 
 
+def _marks(ranking: Ranking, name: str) -> dict[str, bool]:
+    """Recipe → the result's ``runnable`` or ``contested``, in ranking order."""
+    return {c.figure.recipe: getattr(c, name) for c in ranking.results}
+
+
 def _sorted_within_sections(ranking: Ranking, lower: bool) -> bool:
     lists = [ranking.exact, *(choices for _, choices in ranking.sections())]
     values = [[c.figure.value for c in choices] for choices in lists]
@@ -172,8 +177,7 @@ def test_the_answer_is_the_fastest_result_runnable_as_recorded(
 ) -> None:
     site, recon = synthetic
     ranking = choose(site, recon, Query("test-gpu", prompt_tokens=2048))
-    runnable = {c.figure.recipe: c.runnable for c in ranking.results}
-    assert runnable == {
+    assert _marks(ranking, "runnable") == {
         "norepo": False, "noflags": False, "fast": True, "differ": True, "slow": True, "near": True, "twin": True,
     }  # fmt: skip
     assert ranking.answer is not None and ranking.answer.figure.recipe == "fast"
@@ -196,7 +200,7 @@ def test_the_answer_is_the_fastest_result_runnable_as_recorded(
 def test_contested_by_an_open_finding_or_disagreeing_sources(synthetic: tuple[Site, Reconciliation]) -> None:
     site, recon = synthetic
     ranking = choose(site, recon, Query("test-gpu", prompt_tokens=2048))
-    contested = {c.figure.recipe: c.contested for c in ranking.results}
+    contested = _marks(ranking, "contested")
     # slow and fast have an open finding at 2,048; near and twin serve one checkpoint and disagree.
     assert contested == {
         "norepo": False, "noflags": False, "fast": True, "differ": False, "slow": True, "near": True, "twin": True,

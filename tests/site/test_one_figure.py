@@ -67,13 +67,18 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Found:
 
 
 @pytest.fixture(scope="module")
-def generated(tmp_path_factory: pytest.TempPathFactory) -> Found:
+def generated_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("bench") / "src"
     with pytest.MonkeyPatch.context() as patch:
         synthetic_site(root, patch, recipes=120, rows=24, cases=2, posts=2)
         out = root.parent / "site"
         assert main(["build", "--root", str(root), "--out", str(out)]) == 0
-    return _walk(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def generated(generated_site: Path) -> Found:
+    return _walk(generated_site)
 
 
 def test_the_shipped_site_reads_one_value_per_figure(shipped: Found) -> None:
@@ -97,3 +102,41 @@ def test_the_generated_site_reads_one_value_per_figure(generated: Found) -> None
     }
     assert {"recipes", "choose", "models"} <= kinds  # headlines, the chooser, comparison pages
     assert len(generated) > 1000
+
+
+def test_the_generated_sites_chooser_compares_like_with_like(generated_site: Path) -> None:
+    """Every ranking of every hardware: only its own load, exact results first, each list sorted by
+    its figure (lower first for latencies), the answer runnable and the first runnable result."""
+    indexes = sorted(generated_site.glob("choose/*/rankings.json"))
+    assert indexes
+    answered = 0
+    for index in indexes:
+        document = json.loads(index.read_text(encoding="utf-8"))
+        lower = {m[0]: m[3] for m in document["metrics"]}
+        values = document["setting_values"]
+        for at, by_metric in document["rankings"].items():
+            load = values[int(at)][3:]
+            for metric, entries in by_metric.items():
+                figures = [document["figures"][f] for f, _ in entries]
+                assert all(values[f[1]][3:] == load for f in figures), (index, at, metric)
+                exact = [bool(e) for _, e in entries]
+                assert exact == sorted(exact, reverse=True)  # exact ones first
+                lists: dict[object, list[float]] = {}
+                for f, is_exact in zip(figures, exact, strict=True):
+                    lists.setdefault(True if is_exact else f[1], []).append(f[2])
+                for figures_of_list in lists.values():
+                    assert figures_of_list == sorted(figures_of_list, reverse=not lower[metric]), (
+                        index,
+                        at,
+                        metric,
+                    )
+                answer = document["answers"].get(at, {}).get(metric)
+                runnable = [f for f, _ in entries if document["figures"][f][7] >= 0]
+                if answer is not None:
+                    answered += 1
+                    assert document["figures"][answer][7] >= 0  # a serve command
+                    if runnable:
+                        assert answer == runnable[0]
+                else:
+                    assert not runnable
+    assert answered > 0
