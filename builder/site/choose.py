@@ -323,6 +323,10 @@ class HardwareFigures:
     disputed: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Recipe → (prompt, context, concurrency, request rate) of its single-stream decode claim, when
     that claim disagrees with another recipe's about the same checkpoint."""
+    load_index: dict[str, dict[tuple[int | None, float | None], dict[str, dict[Setting, Figure]]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """:meth:`by_load`'s, per metric, made on first use."""
 
     def settings(self) -> list[Setting]:
         """Every setting some recipe was measured at, sorted."""
@@ -333,6 +337,17 @@ class HardwareFigures:
         """The metrics measured on this hardware, in the row format's order."""
         present = {metric for _, metric, _ in self.figures}
         return [m for m in METRICS if m in present]
+
+    def by_load(self, metric: str) -> dict[tuple[int | None, float | None], dict[str, dict[Setting, Figure]]]:
+        """(concurrency, request rate) → recipe → setting → figure, for ``metric`` (made once)."""
+        found = self.load_index.get(metric)
+        if found is None:
+            found = self.load_index[metric] = {}
+            for (recipe, measured, _), by_setting in self.figures.items():
+                if measured == metric:
+                    for s, f in by_setting.items():
+                        found.setdefault((s.concurrency, s.request_rate), {}).setdefault(recipe, {})[s] = f
+        return found
 
     def choice(self, figure: Figure, exact: bool) -> Choice:
         """``figure`` as a result: its title, findings and whether it is contested."""
@@ -394,6 +409,8 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
 
     figures: dict[tuple[str, str, bool], dict[Setting, Figure]] = defaultdict(dict)
     commands: dict[tuple[Any, ...], str | None] = {}
+    serves = list(zip(*(column(f) for f in _SERVE), strict=True))
+    file_ids, file_rows = column("file_id"), column("file_row")
     for metric in METRICS:
         values = column(metric) if grid.measured(metric) else []
         for where, recipes in grid.measured(metric):
@@ -411,8 +428,8 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
                 if cell is None:
                     continue
                 at = local[median_row(cell, partial(_value_at, values, local))]
-                parsed = site.row_files[column("file_id")[at]]
-                serve = tuple(column(f)[at] for f in _SERVE)
+                parsed = site.row_files[file_ids[at]]
+                serve = serves[at]
                 if (recipe, serve) not in commands:
                     meta = site.recipes[recipe].meta if recipe in site.recipes else None
                     commands[(recipe, serve)] = (
@@ -427,7 +444,7 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
                     cell.value,
                     cell.date,
                     cell.status,
-                    f"{parsed.source.rel}:{parsed.line_of(column('file_row')[at])}",
+                    f"{parsed.source.rel}:{parsed.line_of(file_rows[at])}",
                     cell.trials,
                     commands[(recipe, serve)],
                     hardware,
@@ -496,13 +513,11 @@ def _distance(setting: Setting, query: Query) -> tuple[int, float]:
     return unknown, distance
 
 
-def _at_load(setting: Setting, query: Query) -> bool:
-    """Whether ``setting`` was measured at the query's load (never another concurrency or rate)."""
+def _at_load(concurrency: int | None, rate: float | None, query: Query) -> bool:
+    """Whether a setting of that load is at the query's load (never another concurrency or rate)."""
     if query.request_rate is None:
-        return setting.request_rate is None and setting.concurrency == (query.concurrency or 1)
-    return setting.request_rate == query.request_rate and (
-        query.concurrency is None or setting.concurrency == query.concurrency
-    )
+        return rate is None and concurrency == (query.concurrency or 1)
+    return rate == query.request_rate and (query.concurrency is None or concurrency == query.concurrency)
 
 
 def _settled(query: Query, candidates: dict[Setting, set[str]]) -> Query:
@@ -574,16 +589,13 @@ def rank(figures: HardwareFigures, query: Query) -> Ranking:
     """The recipes for ``query``, best first (see the module's docstring for how)."""
     open_loop = query.request_rate is not None
     lower = query.metric in LOWER_IS_BETTER
-    loads: set[tuple[int | None, float | None]] = set()
+    by_load = figures.by_load(query.metric)
     at_load: dict[str, dict[Setting, Figure]] = {}
-    for (recipe, metric, _), by_setting in figures.figures.items():
-        if metric != query.metric:
-            continue
-        loads.update((s.concurrency, s.request_rate) for s in by_setting)
-        mine = {s: f for s, f in by_setting.items() if s.open_loop == open_loop and _at_load(s, query)}
-        if mine:
-            at_load[recipe] = mine
-    measured = sorted(loads, key=lambda load: (load[1] is not None, load[1] or 0.0, load[0] or 0))
+    for (concurrency, rate), by_recipe in by_load.items():
+        if (rate is not None) == open_loop and _at_load(concurrency, rate, query):
+            for recipe, mine in by_recipe.items():
+                at_load.setdefault(recipe, {}).update(mine)
+    measured = sorted(by_load, key=lambda load: (load[1] is not None, load[1] or 0.0, load[0] or 0))
     if not at_load:
         return Ranking(query, None, [], measured)
     candidates: dict[Setting, set[str]] = defaultdict(set)
