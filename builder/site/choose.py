@@ -49,8 +49,6 @@ from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconcili
 from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES
 from builder.data.load import Site
 from builder.errors import UsageError
-from builder.site.comparisons import disputed_claims
-from builder.site.figure_grid import FigureGrid, rows_table
 from builder.site.figures import figure_key, median_row
 from builder.site.formats import fmt_number
 from builder.site.reproduce import runnable_command
@@ -392,6 +390,10 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     """Every recipe's figure, per metric, at every setting it was measured at on ``hardware``: the
     figures of :class:`~builder.site.figure_grid.FigureGrid`, the one figure of a recipe at a setting
     that every page shows (rows that differ from the recipe give one where nothing better does)."""
+    # Imported here: a build that renders no chooser page (an edited body) never loads them.
+    from builder.site.comparisons import disputed_claims
+    from builder.site.figure_grid import FigureGrid, rows_table
+
     nodes = sorted(n for n, hw in site.node_hardware().items() if hw == hardware)
     table = site.rows
     positions = pc.indices_nonzero(pc.is_in(table.column("node"), value_set=pa.array(nodes, pa.string())))

@@ -18,7 +18,6 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import slugify
 from builder.content.models import QUANTITIES
 from builder.data.load import Recipe, Site
-from builder.site.comparisons import disputed_claims
 from builder.site.figures import Setting as FigureSetting
 from builder.site.views import headline
 
@@ -192,6 +191,8 @@ class Cards:
     def _disputes(self, model: str) -> dict[str, FigureSetting]:
         found = self._disputed.get(model)
         if found is None:
+            from builder.site.comparisons import disputed_claims  # only when a list page renders
+
             slugs = [s for s, r in self._site.recipes.items() if r.meta.model == model]
             found = self._disputed[model] = disputed_claims(self._site, self._rows, self._recon, slugs)
         return found
