@@ -84,13 +84,12 @@ def run(args: argparse.Namespace) -> int:
         print(format_text(loaded.problems.errors, loaded.problems.warnings), file=sys.stderr)
         return 1
     try:
-        results = choose(loaded.site, loaded.recon, query)
+        ranking = choose(loaded.site, loaded.recon, query)
     except UsageError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     if args.format == "json":
-        document = {"query": query.as_json(), "results": [r.as_json() for r in results]}
-        print(json.dumps(document, indent=2, ensure_ascii=False))
+        print(json.dumps(ranking.as_json(), indent=2, ensure_ascii=False))
     else:
-        print(describe(loaded.site, query, results))
+        print(describe(loaded.site, ranking))
     return 0

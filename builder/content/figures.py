@@ -82,6 +82,8 @@ class BoundFigure:
     text: str
     href: str = ""
     title: str = ""
+    key: str = ""
+    """The (recipe, setting, metric) of a figure from the rows, marked on it as ``data-figure``."""
 
 
 def parse_binding(source: str, metrics: frozenset[str] | None = None) -> Binding:
@@ -208,7 +210,8 @@ def _render_figure(self: Any, tokens: list[Token], idx: int, options: Any, env: 
     if not bound.href:
         return escapeHtml(bound.text)
     title = f' title="{escapeHtml(bound.title)}"' if bound.title else ""
-    return f'<a class="bound-figure" href="{escapeHtml(bound.href)}"{title}>{escapeHtml(bound.text)}</a>'
+    key = f' data-figure="{escapeHtml(bound.key)}"' if bound.key else ""
+    return f'<a class="bound-figure" href="{escapeHtml(bound.href)}"{title}{key}>{escapeHtml(bound.text)}</a>'
 
 
 def figure_plugin(md: MarkdownIt) -> None:

@@ -177,7 +177,7 @@ def figures_digest(figures: tuple[BoundFigure, ...]) -> str:
     """A hash of what a body's figures show (part of its render cache key)."""
     hasher = hashlib.sha256()
     for figure in figures:
-        for part in (figure.text, figure.href, figure.title):
+        for part in (figure.text, figure.href, figure.title, figure.key):
             data = part.encode()
             hasher.update(len(data).to_bytes(8, "little") + data)
     return hasher.hexdigest()

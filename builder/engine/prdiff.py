@@ -184,7 +184,7 @@ def snapshot(config: SiteConfig, label: str) -> Snapshot:
             snap.findings[_finding_key(data)] = data
         grouped = rows_by_recipe(site)
         for slug, recipe in site.recipes.items():
-            head = headline(recipe, grouped.get(slug, []), loaded.recon)
+            head = headline(recipe, grouped.get(slug, []), loaded.recon, loaded.site.node_hardware())
             snap.headlines[slug] = (
                 None
                 if head is None

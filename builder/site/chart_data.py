@@ -31,6 +31,7 @@ from builder.site.figures import (
     STATUS_ORDER,
     Row,
     Setting,
+    run_key,
     status_rank,
     why_text,
 )
@@ -76,7 +77,14 @@ class RecipeRows:
                 hw = hardware[node] = node_hw.get(node, "")
             # Keyed by hardware, not node: rows of one setting measured on two nodes of the same
             # hardware are one setting (as figures.pick_cell sees them).
-            key = (hw, r["prompt_tokens"], r["context_tokens"] or 0, r["concurrency"], r.get("request_rate"))
+            key = (
+                hw,
+                r["prompt_tokens"],
+                r["context_tokens"] or 0,
+                r["concurrency"],
+                r.get("request_rate"),
+                r.get("output_tokens"),
+            )
             group = settings.get(key)
             if group is None:
                 group = settings[key] = (Setting(*key), [])
@@ -138,8 +146,8 @@ class RecipeRows:
         if not chosen or chosen[0][1].status == DIFFERS:
             return []
         if len(chosen) > 1:
-            latest = max((r["date"], r["node"]) for r, _ in chosen)
-            chosen = [(r, st) for r, st in chosen if (r["date"], r["node"]) == latest]
+            latest = max(run_key(r) for r, _ in chosen)
+            chosen = [(r, st) for r, st in chosen if run_key(r) == latest]
             chosen.sort(key=lambda x: x[0]["row_id"])
         return chosen
 

@@ -26,9 +26,11 @@ from builder.site.choose import (
     Choice,
     Figure,
     HardwareFigures,
+    Ranking,
     Setting,
     hardware_figures,
     known_hardware,
+    load_text,
     rankings,
 )
 from builder.site.context import PageJob, RenderContext
@@ -44,37 +46,49 @@ INDEX_TOP = 25
 STATUS_TEXT = {"matches": "matches", "not_recorded": "not recorded", "differs": "differs"}
 
 
-Ranked = list[tuple[Setting, str, list[Choice]]]
+Ranked = list[tuple[Setting, str, Ranking]]
 
 
 def rankings_json(figures: HardwareFigures, ranked_all: Ranked) -> bytes:
-    """The chooser's index for one hardware: each figure once, each ranking as figure numbers."""
+    """The chooser's index for one hardware: each figure and serve command once, each ranking as
+    figure numbers (its first :data:`INDEX_TOP`), its answer, and per metric the loads measured."""
     recipes = sorted(figures.titles)
     recipe_no = {slug: i for i, slug in enumerate(recipes)}
     settings = figures.settings()
     setting_no = {s: i for i, s in enumerate(settings)}
     figure_no: dict[Figure, int] = {}
     figure_rows: list[list[Any]] = []
+    command_no: dict[str, int] = {}
+
+    def number(choice: Choice) -> int:
+        f = choice.figure
+        if f not in figure_no:
+            command = -1 if f.command is None else command_no.setdefault(f.command, len(command_no))
+            figure_no[f] = len(figure_rows)
+            figure_rows.append(
+                [
+                    recipe_no[f.recipe],
+                    setting_no[f.setting],
+                    f.value,
+                    f.date.isoformat(),
+                    f.status,
+                    f.row,
+                    len(choice.findings),
+                    command,
+                    int(choice.contested),
+                ]
+            )
+        return figure_no[f]
+
     ranked: dict[str, dict[str, list[list[int]]]] = {}
-    for setting, metric, choices in ranked_all:
-        entries = []
-        for choice in choices[:INDEX_TOP]:
-            f = choice.figure
-            if f not in figure_no:
-                figure_no[f] = len(figure_rows)
-                figure_rows.append(
-                    [
-                        recipe_no[f.recipe],
-                        setting_no[f.setting],
-                        f.value,
-                        f.date.isoformat(),
-                        f.status,
-                        f.row,
-                        len(choice.findings),
-                    ]
-                )
-            entries.append([figure_no[f], int(choice.exact)])
+    answers: dict[str, dict[str, int]] = {}
+    loads: dict[str, list[str]] = {}
+    for setting, metric, ranking in ranked_all:
+        entries = [[number(c), int(c.exact)] for c in ranking.results[:INDEX_TOP]]
         ranked.setdefault(str(setting_no[setting]), {})[metric] = entries
+        if ranking.answer is not None:
+            answers.setdefault(str(setting_no[setting]), {})[metric] = number(ranking.answer)
+        loads.setdefault(metric, [load_text(c, r) for c, r in ranking.loads])
     document = {
         "hardware": figures.hardware,
         "name": figures.name,
@@ -83,17 +97,23 @@ def rankings_json(figures: HardwareFigures, ranked_all: Ranked) -> bytes:
         ],
         "recipes": [[slug, figures.titles[slug]] for slug in recipes],
         "settings": [s.text() for s in settings],
+        "setting_loads": [load_text(s.concurrency, s.request_rate) for s in settings],
+        "setting_values": [list(s.as_json().values()) for s in settings],
+        "loads": loads,
+        "commands": sorted(command_no, key=command_no.__getitem__),
         "figures": figure_rows,
         "rankings": ranked,
+        "answers": answers,
     }
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def page_sections(ranked_all: Ranked) -> list[dict[str, Any]]:
-    """Per measured setting, its rankings: only the recipes measured at that very setting."""
+    """Per measured setting, its rankings: only the recipes measured at that very setting, and
+    the ranking's answer (which may have been measured at a nearer setting than none)."""
     sections: dict[Any, dict[str, Any]] = {}
-    for setting, metric, choices in ranked_all:
-        here: list[Choice] = [c for c in choices if c.exact]
+    for setting, metric, ranking in ranked_all:
+        here = ranking.exact
         if not here:
             continue
         section = sections.setdefault(setting, {"setting": setting, "tables": []})
@@ -104,6 +124,7 @@ def page_sections(ranked_all: Ranked) -> list[dict[str, Any]]:
                 "label": label,
                 "unit": unit,
                 "lower": metric in LOWER_IS_BETTER,
+                "answer": ranking.answer,
                 "choices": here[:PAGE_TOP],
                 "more": max(0, len(here) - PAGE_TOP),
             }

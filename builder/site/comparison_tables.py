@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 
 from builder.analysis.reconcile import DIFFERS, NOT_RECORDED
 from builder.site.comparisons import Comparison, Line, SharedTable
-from builder.site.figures import Cell
+from builder.site.figures import Cell, Setting
 from builder.site.formats import fmt_number, fmt_ratio
 
 HardwareName = Callable[[str], str]
@@ -24,10 +24,12 @@ def _e(text: object) -> str:
     return str(escape(text))
 
 
-def figure_html(cell: Cell) -> str:
-    """A figure with where it comes from: its value, its run's date and node, and its status."""
+def figure_html(cell: Cell, setting: Setting | None) -> str:
+    """A figure with where it comes from: its value, its run's date and node, and its status. A
+    figure at a setting is marked with its key (``data-figure``, :func:`~builder.site.figures.figure_key`)."""
     date = cell.date.isoformat()
-    out = f'<span class="figure-cell">{fmt_number(cell.value)}</span>'
+    key = "" if setting is None else f' data-figure="{_e(setting.key(cell.recipe, cell.metric))}"'
+    out = f'<span class="figure-cell"{key}>{fmt_number(cell.value)}</span>'
     if cell.varied:
         out += f' <span class="muted small">median of {cell.trials} rows</span>'
     out += f'<br><span class="muted small"><time datetime="{date}">{date}</time> · {_e(cell.node)}</span>'
@@ -53,7 +55,7 @@ def shared_rows(comp: Comparison, table: SharedTable, hardware_name: HardwareNam
     out = []
     for line in table.lines:
         cells = "".join(
-            f'<td class="n">{figure_html(line.cells[slug])}</td>'
+            f'<td class="n">{figure_html(line.cells[slug], line.setting)}</td>'
             if slug in line.cells
             else '<td class="n"><span class="muted">—</span></td>'
             for slug in columns
@@ -84,6 +86,6 @@ def alone_rows(comp: Comparison, base: str, hardware_name: HardwareName) -> Mark
             out.append(
                 f'<tr><td><a href="{_e(base)}recipes/{_e(slug)}/">{_e(builds[slug].label)}</a></td>'
                 f"<td>{_quantity(line)}</td><td>{setting}</td>"
-                f'<td class="n">{figure_html(cell)}</td></tr>\n'
+                f'<td class="n">{figure_html(cell, line.setting)}</td></tr>\n'
             )
     return Markup("".join(out))

@@ -14,7 +14,7 @@ findings of each recipe.
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -414,6 +414,30 @@ def same_checkpoint(
                 _ratio(figures, "decode_tok_s"),
             )
         )
+    return out
+
+
+def disputed_claims(
+    site: Site, rows: Mapping[str, list[Row]], recon: Reconciliation, recipes: Iterable[str]
+) -> dict[str, Setting]:
+    """Recipe → the setting of its single-stream decode claim, for those of ``recipes`` whose claim
+    disagrees with another's about the same checkpoint (the comparison page's "Sources disagree").
+    Only ``recipes`` are compared with each other."""
+    by_model: dict[str, list[Recipe]] = defaultdict(list)
+    for slug in sorted(recipes):
+        if slug in site.recipes:
+            by_model[site.recipes[slug].meta.model].append(site.recipes[slug])
+    out: dict[str, Setting] = {}
+    for group in by_model.values():
+        checkpoints = Counter(r.meta.checkpoint for r in group)
+        shared = [r for r in group if checkpoints[r.meta.checkpoint] > 1]
+        if not shared:
+            continue
+        builds = make_builds(shared)
+        grid = figure_grid(builds, rows, recon, site.node_hardware())
+        for same in same_checkpoint(site, builds, grid, recon):
+            if same.disagree:
+                out.update((c.build.slug, c.setting) for c in same.claims if c.setting is not None)
     return out
 
 

@@ -26,7 +26,16 @@ import pyarrow.compute as pc
 from builder.analysis.reconcile import Reconciliation
 from builder.content.models import METRICS
 from builder.data.ingest import ROWS_SCHEMA
-from builder.site.figures import SERVE_PROPERTIES, STATUS_ORDER, Cell, Row, Setting, status_rank, why_text
+from builder.site.figures import (
+    RUN_FIELDS,
+    SERVE_PROPERTIES,
+    STATUS_ORDER,
+    Cell,
+    Row,
+    Setting,
+    status_rank,
+    why_text,
+)
 from builder.site.views import RowsByRecipe
 
 QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)
@@ -38,10 +47,15 @@ SCHEMA = pa.schema(
         for name in (
             "row_id",
             "date",
+            "time",
             "recipe",
             "node",
             "engine_version",
+            "engine_build",
+            "flags",
+            "env",
             "prompt_tokens",
+            "output_tokens",
             "context_tokens",
             "concurrency",
             "request_rate",
@@ -152,11 +166,15 @@ class FigureGrid:
         # Closed-loop runs (no rate: -1) before open-loop ones; a missing cap (0) before every cap.
         rates, rate_code = _dense(pc.fill_null(table.column("request_rate"), _CLOSED_LOOP).to_numpy())
         levels, level_code = _dense(pc.fill_null(table.column("concurrency"), _NO_CAP).to_numpy())
+        outputs, output_code = _dense(pc.fill_null(table.column("output_tokens"), _NO_PROMPT).to_numpy())
         combined = (
-            ((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(rates) + rate_code
-        ) * len(levels) + level_code
+            (((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(rates) + rate_code)
+            * len(levels)
+            + level_code
+        ) * len(outputs) + output_code
         distinct, setting_code = _dense(combined)
-        rest, c = np.divmod(distinct, len(levels))
+        rest, o = np.divmod(distinct, len(outputs))
+        rest, c = np.divmod(rest, len(levels))
         rest, r = np.divmod(rest, len(rates))
         rest, x = np.divmod(rest, len(contexts))
         h, p = np.divmod(rest, len(prompts))
@@ -167,13 +185,15 @@ class FigureGrid:
                 context,
                 None if level == _NO_CAP else level,
                 None if rate == _CLOSED_LOOP else rate,
+                None if output == _NO_PROMPT else output,
             )
-            for hw_i, prompt, context, rate, level in zip(
+            for hw_i, prompt, context, rate, level, output in zip(
                 h.tolist(),
                 prompts[p].tolist(),
                 contexts[x].tolist(),
                 rates[r].tolist(),
                 levels[c].tolist(),
+                outputs[o].tolist(),
                 strict=True,
             )
         ]
@@ -181,8 +201,13 @@ class FigureGrid:
         n_recipes = len(self._recipes)
         per_setting = setting_code * n_recipes + recipe_code
         # Sort keys shared by every quantity; lexsort sorts by the last key first: best rank, then
-        # the latest (date, node), then row order, as pick_cell chooses.
-        tie_keys = (row_id, -node, -date, r1, r0)
+        # the latest run (figures.run_key: date, time, node, version, build, flags, env), then row
+        # order, as pick_cell chooses.
+        later = [
+            date if f == "date" else node if f == "node" else _codes(pc.fill_null(table.column(f), ""))[0]
+            for f in RUN_FIELDS
+        ]
+        tie_keys = (row_id, *(-k for k in reversed(later)), r1, r0)
         for quantity in QUANTITIES:
             column = table.column(quantity)
             if column.null_count == len(column):
@@ -193,8 +218,9 @@ class FigureGrid:
             g = group[order]
             starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
             head = order[np.repeat(starts, np.diff(np.r_[starts, len(order)]))]
-            same_run = (r0[order] == r0[head]) & (r1[order] == r1[head]) & (date[order] == date[head])
-            same_run &= node[order] == node[head]
+            same_run = (r0[order] == r0[head]) & (r1[order] == r1[head])
+            for k in later:
+                same_run &= k[order] == k[head]
             lengths = np.add.reduceat(same_run.astype(np.int64), starts)
             self._picked[quantity] = (order, g[starts], starts, lengths)
 

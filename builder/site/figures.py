@@ -1,22 +1,33 @@
-"""Picking the figure that stands for a setting: which rows, which run, which value.
+"""The figure of a recipe at a setting for a metric: which rows, which run, which value.
 
-Charts and comparison pages show one figure per build and setting. It comes from the best rows
-available — rows that match their recipe first, then rows that agree on everything they record, and
-off-recipe rows only where a caller allows them — and from the latest run (date and node) among
-those. The figure is the median of that run's rows (its trials), and it says where it came from, so
-a page can tell a reader when a figure is off-recipe.
+One rule gives every figure the site shows for a (recipe, setting, metric) — headlines, the chooser,
+comparison pages and their charts, recipe cards, prose figures and the API — so that one key never
+reads two values. :func:`pick_cell` is that rule on a list of rows; :class:`builder.site.figure_grid.FigureGrid`
+is the same rule vectorised over many recipes (a test holds the two equal on random rows).
+
+- **Setting**: hardware (through the node), prompt length, output length, context depth,
+  concurrency and request rate (:func:`setting_of`). Rows at another output length are another
+  setting, never trials of this one.
+- **Which rows**: of the recipe's rows at the setting that record the metric, the best-ranked
+  (:func:`status_rank`): rows that match the recipe, then rows that agree on everything they record
+  (fewest fields unrecorded first), then rows that differ (fewest differences first) where a caller
+  allows them.
+- **Which run**: among those, the latest run (:func:`run_key`: date, time, node, engine version and
+  build, flags, env — compared in that order).
+- **Which value**: the median of that run's rows (its trials), as the results table lists them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from builder.analysis.findings import load_text
-from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation, RowStatus
+from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, RowStatus
 from builder.content.models import LOWER_IS_BETTER, QUANTITIES
 
 Row = dict[str, Any]
@@ -53,6 +64,8 @@ class Setting:
     """The cap on concurrent requests; ``None`` for an open-loop run without one."""
     request_rate: float | None = None
     """Requests/s of an open-loop run (``inf``: unlimited); ``None`` for a closed-loop run."""
+    output_tokens: int | None = None
+    """Output length; ``None`` when the source does not give it."""
 
     def __lt__(self, other: Setting) -> bool:
         return self.sort_key() < other.sort_key()
@@ -73,12 +86,27 @@ class Setting:
             else f"{self.prompt_tokens:,}-token prompt"
         )
         parts = [prompt]
+        if self.output_tokens is not None:
+            parts.append(f"{self.output_tokens:,} output tokens")
         if self.context_tokens:
             parts.append(f"{self.context_tokens:,}-token context")
         parts.append(load_label(self.concurrency, self.request_rate))
         if hardware_name:
             parts.append(hardware_name)
         return " · ".join(parts)
+
+    def key(self, recipe: str, metric: str) -> str:
+        """:func:`figure_key` of ``recipe``'s ``metric`` at this setting."""
+        return figure_key(
+            recipe,
+            metric,
+            self.hardware,
+            self.prompt_tokens,
+            self.output_tokens,
+            self.context_tokens,
+            self.concurrency,
+            self.request_rate,
+        )
 
     def sort_key(self) -> tuple[Any, ...]:
         return (
@@ -88,7 +116,31 @@ class Setting:
             self.context_tokens,
             -1.0 if self.request_rate is None else self.request_rate,
             self.concurrency or 0,
+            self.output_tokens is None,
+            self.output_tokens or 0,
         )
+
+
+def figure_key(
+    recipe: str,
+    metric: str,
+    hardware: str,
+    prompt_tokens: int | None,
+    output_tokens: int | None,
+    context_tokens: int,
+    concurrency: int | None,
+    request_rate: float | None,
+) -> str:
+    """The (recipe, setting, metric) a figure is of, as one string: pages mark each figure they show
+    with it (``data-figure``), so a test can find two values for one key."""
+
+    def part(value: float | None) -> str:
+        if value is None:
+            return "-"
+        return "inf" if math.isinf(value) else f"{value:g}"
+
+    parts = (prompt_tokens, output_tokens, context_tokens or 0, concurrency, request_rate)
+    return "|".join((recipe, metric, hardware, *(part(v) for v in parts)))
 
 
 def load_label(concurrency: int | None, request_rate: float | None) -> str:
@@ -97,14 +149,24 @@ def load_label(concurrency: int | None, request_rate: float | None) -> str:
     return load_text({"concurrency": concurrency, "request_rate": request_rate})
 
 
-def setting_of(row: Row, node_hardware: dict[str, str]) -> Setting:
+def setting_of(row: Row, node_hardware: Mapping[str, str]) -> Setting:
     return Setting(
         node_hardware.get(row["node"], ""),
         row["prompt_tokens"],
         row["context_tokens"] or 0,
         row["concurrency"],
         row.get("request_rate"),
+        row.get("output_tokens"),
     )
+
+
+RUN_FIELDS: tuple[str, ...] = ("date", "time", "node", "engine_version", "engine_build", "flags", "env")
+"""What tells the runs of one setting apart, in the order that makes one run later than another."""
+
+
+def run_key(row: Row) -> tuple[Any, ...]:
+    """Orders runs: the latest run has the largest key (unrecorded fields compare as empty)."""
+    return (row["date"], *(row.get(f) or "" for f in RUN_FIELDS[1:]))
 
 
 def status_rank(status: RowStatus) -> tuple[int, int]:
@@ -150,10 +212,17 @@ class Cell:
         return self.status != MATCHES
 
 
-def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_differs: bool) -> Cell | None:
-    """The figure for ``metric`` from ``rows`` (one recipe, one setting), or ``None``.
+class Statuses(Protocol):
+    """Where :func:`pick_cell` reads row statuses: a :class:`Reconciliation`, or a page's own."""
 
-    Best-ranked rows first (see :func:`status_rank`); among them the latest run, by date then node.
+    def status(self, row_id: int) -> RowStatus: ...
+
+
+def pick_cell(rows: Iterable[Row], metric: str, recon: Statuses, *, allow_differs: bool) -> Cell | None:
+    """The figure for ``metric`` from ``rows`` (one recipe, one setting), or ``None`` (see the module).
+
+    ``allow_differs``: whether rows that differ from the recipe may give the figure when no better
+    row has the metric; without, such a setting has no figure (its rows are history).
     """
     candidates = [(status_rank(recon.status(r["row_id"])), r) for r in rows if r.get(metric) is not None]
     if not candidates:
@@ -162,8 +231,8 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
     if best[0] >= STATUS_ORDER[DIFFERS] and not allow_differs:
         return None
     ranked = [r for rank, r in candidates if rank == best]
-    latest = max((r["date"], r["node"]) for r in ranked)
-    run = sorted((r for r in ranked if (r["date"], r["node"]) == latest), key=lambda r: r["row_id"])
+    latest = max(run_key(r) for r in ranked)
+    run = sorted((r for r in ranked if run_key(r) == latest), key=lambda r: r["row_id"])
     status = recon.status(run[0]["row_id"])
     values = [r[metric] for r in run]
     return Cell(
@@ -171,11 +240,16 @@ def pick_cell(rows: Iterable[Row], metric: str, recon: Reconciliation, *, allow_
         metric=metric,
         value=statistics.median(values),
         trials=len(run),
-        date=latest[0],
-        node=latest[1],
+        date=run[0]["date"],
+        node=run[0]["node"],
         engine_version=run[0]["engine_version"],
         status=status.status,
         why=why_text(status),
         row_ids=tuple(r["row_id"] for r in run),
         varied=len(set(values)) > 1,
     )
+
+
+def median_row(cell: Cell, value_of: Callable[[int], float]) -> int:
+    """The row id of ``cell``'s run nearest its median (the first of equals): the row a figure links to."""
+    return min(cell.row_ids, key=lambda i: (abs(value_of(i) - cell.value), i))

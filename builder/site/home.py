@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import slugify
+from builder.content.models import QUANTITIES
 from builder.data.load import Recipe, Site
+from builder.site.figures import Setting as FigureSetting
+from builder.site.views import headline
 
 PER_PAGE = 60
 """Recipes per page of the recipe list."""
@@ -66,6 +71,13 @@ def list_pages(site: Site) -> list[ListPage]:
             by_hw[-1][1].append(recipe)
         pages.append(page)
     return pages
+
+
+def card_recipes(site: Site, page: ListPage) -> list[str]:
+    """The recipes whose rows a page of the list reads: its cards', and (for the disagreements it
+    marks) every recipe of the base models it shows."""
+    models = {model for model, _ in page.groups}
+    return sorted(slug for slug, r in site.recipes.items() if r.meta.model in models)
 
 
 def page_count(site: Site) -> int:
@@ -142,3 +154,91 @@ def recent_open_findings(findings: list[Any], limit: int = RECENT_FINDINGS) -> l
     """The newest open findings (by the latest date of their runs, then id)."""
     opened = [f for f in findings if f.is_open]
     return sorted(opened, key=lambda f: (-f.date.toordinal(), f.id))[:limit]
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a recipe card on a list shows besides its front matter: the headline figure (the first
+    of the recipe page's, with its key) and the open findings, and whether that figure is contested."""
+
+    slug: str
+    label: str = ""
+    unit: str = ""
+    value: float | None = None
+    key: str = ""
+    """:func:`~builder.site.figures.figure_key` of the figure (``data-figure``)."""
+    setting: str = ""
+    open_findings: int = 0
+    contested: bool = False
+    """An open finding at the figure's setting and metric, or the recipe's single-stream claim
+    disagrees with another recipe's about the same checkpoint (as the chooser marks it)."""
+
+
+class Cards:
+    """:class:`Card` of each recipe, worked out on first use (a list page shows a few dozen)."""
+
+    def __init__(
+        self,
+        site: Site,
+        recon: Reconciliation,
+        rows: Mapping[str, list[dict[str, Any]]],
+        node_hw: Mapping[str, str],
+    ) -> None:
+        self._site, self._recon, self._rows, self._node_hw = site, recon, rows, node_hw
+        self._cards: dict[str, Card] = {}
+        self._disputed: dict[str, dict[str, FigureSetting]] = {}
+
+    def _disputes(self, model: str) -> dict[str, FigureSetting]:
+        found = self._disputed.get(model)
+        if found is None:
+            from builder.site.comparisons import disputed_claims  # only when a list page renders
+
+            slugs = [s for s, r in self._site.recipes.items() if r.meta.model == model]
+            found = self._disputed[model] = disputed_claims(self._site, self._rows, self._recon, slugs)
+        return found
+
+    def __call__(self, slug: str) -> Card:
+        card = self._cards.get(slug)
+        if card is None:
+            card = self._cards[slug] = self._card(slug)
+        return card
+
+    def _card(self, slug: str) -> Card:
+        recipe = self._site.recipes[slug]
+        findings = [f for f in self._recon.findings_for(slug) if f.is_open]
+        head = headline(recipe, self._rows.get(slug, []), self._recon, self._node_hw)
+        if head is None or not head.cells or head.where is None:
+            return Card(slug, open_findings=len(findings))
+        cell, where = head.cells[0], head.where
+        at = (
+            where.hardware,
+            where.prompt_tokens,
+            where.output_tokens,
+            where.context_tokens,
+            where.concurrency,
+        )
+        contested = any(
+            f.metric == cell.metric
+            and tuple(f.setting.get(k) for k in _FINDING_SETTING) == (*at, where.request_rate)
+            for f in findings
+        )
+        claim = self._disputes(recipe.meta.model).get(slug)
+        if claim is not None and cell.metric == "decode_tok_s":
+            contested |= (claim.hardware, claim.prompt_tokens, claim.context_tokens, claim.concurrency) == (
+                where.hardware,
+                where.prompt_tokens,
+                where.context_tokens,
+                where.concurrency,
+            )
+        label, unit = QUANTITIES[cell.metric].label, QUANTITIES[cell.metric].unit
+        return Card(slug, label, unit, cell.value, head.keys[0], where.label(), len(findings), contested)
+
+
+_FINDING_SETTING = (
+    "hardware",
+    "prompt_tokens",
+    "output_tokens",
+    "context_tokens",
+    "concurrency",
+    "request_rate",
+)

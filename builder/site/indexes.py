@@ -19,6 +19,7 @@ from builder.data.load import Recipe, Site
 from builder.data.model_slugs import comparison_slugs
 from builder.site import deps
 from builder.site.context import PageJob, RenderContext
+from builder.site.home import Cards
 
 
 @dataclass
@@ -186,7 +187,10 @@ def render_hardware_index(ctx: RenderContext, entries: dict[str, HardwareEntry])
 
 
 def render_hardware(ctx: RenderContext, entry: HardwareEntry) -> bytes:
-    return ctx.page("hardware.html", f"hardware/{entry.id}/index.html", hw=entry, engine_slug=engine_slug)
+    cards = Cards(ctx.site, ctx.recon, ctx.rows, ctx.node_hw)
+    return ctx.page(
+        "hardware.html", f"hardware/{entry.id}/index.html", hw=entry, engine_slug=engine_slug, cards=cards
+    )
 
 
 def render_engines_index(ctx: RenderContext, all_engines: dict[str, Engine]) -> bytes:

@@ -5,12 +5,13 @@ any body renders (:func:`bind_figures`): each shows its row's value with its uni
 row on its recipe page; a figure no row supports, or that several disagreeing rows support, fails
 the build and ``check`` with its ``path:line``.
 
-Which row a figure shows: the rows of its recipe (``recipe=``, else the page's own: a recipe page's
-recipe, a case study's one arm recipe) that record the metric and agree with every selector; of
-those, the rows that match their recipe if any, else those that leave something unrecorded, else
-the rows that differ (history is quoted by naming its date); of those, the newest date. Those rows
-must agree on the value (a serve property repeated on every row of a run does); when they do not,
-the figure is ambiguous and the message names the selectors that tell them apart.
+Which figure: the rows of its recipe (``recipe=``, else the page's own: a recipe page's recipe, a
+case study's one arm recipe) that record the metric and agree with every selector give, at each
+setting, that setting's figure (:func:`builder.site.figures.pick_cell`, as every page shows it); of
+those, the figures from rows that match their recipe if any, else from rows that leave something
+unrecorded, else from rows that differ (history is quoted by naming its date); of those, the newest.
+Those must agree on the value; when they do not, the figure is ambiguous and the message names the
+selectors that tell them apart. The figure links to its run's row nearest the value.
 
 :func:`prose_figure_warnings` is ``check``'s side: numbers written with a unit in recipe and case
 study bodies that no row of the page's recipes supports within the number's printed precision.
@@ -25,12 +26,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from builder.analysis.reconcile import DIFFERS, MATCHES, status_for
+from builder.analysis.reconcile import DIFFERS, MATCHES, RowStatus, status_for
 from builder.content.figures import RATIO, SELECTORS, UNBOUND, Binding, BoundFigure, Side, plain_figures
 from builder.content.markdown import Document, Markdown
 from builder.content.models import QUANTITIES
 from builder.data.load import Site
 from builder.errors import Problem
+from builder.site.figures import median_row, pick_cell, setting_of
 from builder.site.formats import fmt_number
 from builder.site.views import row_anchors
 
@@ -38,6 +40,8 @@ PROSE_FIGURE = "prose_figure"
 """The ``kind`` of ``check``'s warning about a plain figure no row supports."""
 
 _SETTING_KEYS = ("prompt", "output", "context", "concurrency", "request_rate", "node", "version")
+_RUN_KEYS = frozenset({"date", "node", "version"})
+"""Selectors that pick out runs within a setting."""
 
 DocKey = tuple[str, str]
 
@@ -56,6 +60,7 @@ def fmt_ratio_prose(value: float) -> str:
 class _Found:
     row: dict[str, Any]
     value: float
+    key: str = ""
 
 
 class _Resolver:
@@ -69,7 +74,8 @@ class _Resolver:
         self.rows = rows
         self.overlay = overlay or {}
         self._anchors: dict[str, dict[int, str]] = {}
-        self._status: dict[int, str] = {}
+        self._status: dict[int, RowStatus] = {}
+        self._node_hw = site.node_hardware()
 
     def anchor(self, recipe: str, row: dict[str, Any]) -> str:
         if recipe in self.overlay:
@@ -79,7 +85,7 @@ class _Resolver:
             anchors = self._anchors[recipe] = row_anchors(self.site, self.rows.get(recipe, []))
         return anchors[row["row_id"]]
 
-    def status(self, recipe: str, row: dict[str, Any]) -> str:
+    def status(self, recipe: str, row: dict[str, Any]) -> RowStatus:
         found = self._status.get(row["row_id"])
         if found is None:
             node = self.site.nodes.get(row["node"])
@@ -90,7 +96,7 @@ class _Resolver:
                 flags=row["flags"],
                 env=row["env"],
                 hardware=node.hardware if node is not None else None,
-            ).status
+            )
             self._status[row["row_id"]] = found
         return found
 
@@ -110,13 +116,24 @@ class _Resolver:
         ]
         if not rows:
             raise ValueError(f"no row of {recipe} has {side.metric}{_describe(side)}")
-        tiers = [_tier(self.status(recipe, r)) for r in rows]
-        best = min(tiers)
-        rows = [r for r, tier in zip(rows, tiers, strict=True) if tier == best]
-        newest = max((r["date"], r["time"] or "") for r in rows)
-        rows = [r for r in rows if (r["date"], r["time"] or "") == newest]
-        values = sorted({float(r[side.metric]) for r in rows})
+        # The figure of each setting the rows are at (figures.pick_cell: the one figure of a
+        # recipe at a setting, as every page shows it), then the best-ranked, newest of those.
+        statuses = _Statuses({r["row_id"]: self.status(recipe, r) for r in rows})
+        by_setting: dict[Any, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_setting.setdefault(setting_of(r, self._node_hw), []).append(r)
+        cells = [
+            (cell, [r for r in at if r["row_id"] in cell.row_ids], where)
+            for where, at in by_setting.items()
+            if (cell := pick_cell(at, side.metric, statuses, allow_differs=True)) is not None
+        ]
+        best = min(_tier(cell.status) for cell, _, _ in cells)
+        cells = [c for c in cells if _tier(c[0].status) == best]
+        newest = max((run[0]["date"], run[0]["time"] or "") for _, run, _ in cells)
+        cells = [c for c in cells if (c[1][0]["date"], c[1][0]["time"] or "") == newest]
+        values = sorted({float(cell.value) for cell, _, _ in cells})
         if len(values) > 1:
+            rows = [r for _, run, _ in cells for r in run]
             differ = [
                 key
                 for key in _SETTING_KEYS
@@ -125,14 +142,21 @@ class _Resolver:
             told = (
                 f"tell them apart with {', '.join(k + '=' for k in differ)}"
                 if differ
-                else "no key tells them apart (trials, or runs that differ only in what no key selects)"
+                else "no key tells them apart (runs that differ only in what no key selects)"
             )
             shown = ", ".join(fmt_number(v) for v in values)
             raise ValueError(
                 f"{len(rows)} rows of {recipe} on {newest[0]} give {side.metric}{_describe(side)} "
                 f"different values ({shown}): {told}"
             )
-        return recipe, _Found(rows[0], values[0])
+        cell, run, where = cells[0]
+        values_of = {r["row_id"]: float(r[side.metric]) for r in run}
+        nearest = median_row(cell, values_of.__getitem__)
+        # Marked as the setting's figure unless a run was picked out (date=, node=, version=):
+        # then it quotes that run, not the figure every page shows for the setting.
+        picked = any(k in _RUN_KEYS for k, _ in side.selectors)
+        key = where.key(recipe, side.metric) if len(cells) == 1 and not picked else ""
+        return recipe, _Found(next(r for r in run if r["row_id"] == nearest), cell.value, key)
 
     def bind(self, binding: Binding, default: str | None, own: str | None) -> BoundFigure:
         if binding.kind == UNBOUND:
@@ -169,6 +193,7 @@ class _Resolver:
             f"{fmt_number(_natural(top.value, top.row[metric]))} {unit_of(metric)}",
             href(top_recipe, top.row),
             said(binding.sides[0], top_recipe, top),
+            top.key,
         )
 
 
@@ -178,7 +203,17 @@ def _tier(status: str) -> int:
 
 
 def _natural(value: float, raw: Any) -> float | int:
-    return raw if isinstance(raw, int) else value
+    return raw if isinstance(raw, int) and raw == value else value
+
+
+class _Statuses:
+    """Row id → status, for :func:`~builder.site.figures.pick_cell` (prose works out its own)."""
+
+    def __init__(self, statuses: dict[int, RowStatus]) -> None:
+        self._statuses = statuses
+
+    def status(self, row_id: int) -> RowStatus:
+        return self._statuses[row_id]
 
 
 def _same(have: Any, want: Any) -> bool:

@@ -119,7 +119,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         findings=findings,
         marked_rows=marked_rows,
         anchors=row_anchors(ctx.site, rows),
-        headline=headline(recipe, rows, ctx.recon),
+        headline=headline(recipe, rows, ctx.recon, ctx.site.node_hardware()),
         params=key_parameters(recipe),
         command=recipe_command(recipe),
         api=api_example(recipe),
@@ -237,6 +237,7 @@ def render_recipes_index(ctx: RenderContext, number: int) -> bytes:
         recipe_count=len(ctx.site.recipes),
         hardware_name=ctx.site.hardware_name,
         comparison_urls={m: f"models/{s}/" for m, s in ctx.comparisons.items()},
+        cards=home.Cards(ctx.site, ctx.recon, ctx.rows, ctx.node_hw),
     )
 
 
@@ -270,8 +271,15 @@ def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list
         ("404.html", deps.depends(lambda: render_404(ctx))),
     ]
     jobs += [
-        (home.list_page_path(n), deps.depends(functools.partial(render_recipes_index, ctx, n), deps.RECIPES))
-        for n in range(1, home.page_count(site) + 1)
+        (
+            home.list_page_path(n),
+            deps.depends(
+                functools.partial(render_recipes_index, ctx, n),
+                deps.RECIPES,
+                *(deps.rows_of(slug) for slug in home.card_recipes(site, page)),
+            ),
+        )
+        for n, page in enumerate(home.list_pages(site), 1)
     ]
     jobs += [
         (

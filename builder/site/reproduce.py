@@ -447,6 +447,27 @@ def serve_command(meta: RecipeMeta, row: Mapping[str, Any]) -> tuple[str, tuple[
     return command, tuple(notes)
 
 
+def runnable_command(meta: RecipeMeta, row: Mapping[str, Any]) -> str | None:
+    """The serve command of ``row`` (:func:`serve_command`) when it can be run as recorded: the
+    checkpoint is a repository id and the command has flags (the row's, or the recipe's when the row
+    leaves them unrecorded) that split into shell words, and an environment that reads as
+    ``NAME=value`` words. ``None`` otherwise: the chooser never offers such a result as its answer."""
+    if not _is_hub_id(meta.checkpoint):
+        return None
+    flags = row.get("flags")
+    if flags is None and not meta.flags.strip():
+        return None  # neither the row nor the recipe records serve flags
+    if _words(meta.flags if flags is None else flags) is None:
+        return None
+    env = row.get("env")
+    if env is not None:
+        try:
+            parse_env(env)
+        except FlagSyntaxError:
+            return None
+    return serve_command(meta, row)[0]
+
+
 def benchmark_commands(
     meta: RecipeMeta, slug: str, row: Mapping[str, Any]
 ) -> tuple[str, str, str, tuple[str, ...]]:

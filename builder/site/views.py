@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import statistics
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -20,6 +19,8 @@ from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
 from builder.content.markdown import slugify
 from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS
 from builder.data.load import CaseStudy, Recipe, Site
+from builder.site.figures import Cell, pick_cell, setting_of
+from builder.site.figures import Setting as FigureSetting
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {m: (QUANTITIES[m].label, QUANTITIES[m].unit) for m in METRICS}
 
@@ -185,16 +186,30 @@ class Headline:
     """Empty when the figures come from rows that match the recipe. Otherwise no row can be fully
     checked (the recipe or its rows leave these fields unrecorded) and the figures come from rows
     that agree on everything that is recorded; the page says so."""
+    cells: tuple[Cell, ...] = ()
+    """The figures as :func:`~builder.site.figures.pick_cell` gives them, in :data:`METRICS` order."""
+    where: FigureSetting | None = None
+    """The headline setting, hardware and output length included (the figures' key)."""
+
+    @property
+    def keys(self) -> list[str]:
+        """:func:`~builder.site.figures.figure_key` of each figure, in :attr:`figures` order."""
+        where = self.where
+        return [where.key(c.recipe, c.metric) if where else "" for c in self.cells]
 
 
-def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) -> Headline | None:
-    """Figures of the latest matching run at the headline setting.
+def headline(
+    recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation, node_hw: Mapping[str, str]
+) -> Headline | None:
+    """The recipe's figures at its headline setting: :func:`~builder.site.figures.pick_cell`, the one
+    figure of a recipe at a setting, for each metric, from rows that match the recipe or leave
+    something unrecorded (rows that differ are history and never lead the page).
 
-    Without any matching row, rows that differ in nothing recorded (status "not recorded") stand
-    in, flagged as unchecked; rows that differ are history and never lead the page.
+    The setting: the recipe's ``headline`` when it gives one, else the single-stream setting measured
+    most; among its hardware and output lengths, the one measured most. The rows that choose it are
+    the matching ones, or without any, the rows that leave fewest fields unrecorded.
     """
     matching = [r for r in rows if recon.status(r["row_id"]).status == MATCHES]
-    unrecorded: tuple[str, ...] = ()
     if not matching:
         candidates = [r for r in rows if recon.status(r["row_id"]).status == NOT_RECORDED]
         if candidates:
@@ -202,8 +217,6 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
             # with the recipe beats one that records none.
             fewest = min(len(recon.status(r["row_id"]).unrecorded) for r in candidates)
             matching = [r for r in candidates if len(recon.status(r["row_id"]).unrecorded) == fewest]
-            fields = {f for r in matching for f in recon.status(r["row_id"]).unrecorded}
-            unrecorded = tuple(sorted(fields))
     if not matching:
         return None
     wanted = recipe.meta.headline
@@ -218,30 +231,25 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
             for r in matching:
                 counts[_setting_key(r)] += 1
         key = max(counts, key=lambda k: (counts[k], -(k[0] or 0), k[3] is None))
-    at_setting = [r for r in matching if _setting_key(r) == key]
-    if not at_setting:
+    shaped = [r for r in matching if _setting_key(r) == key]
+    if not shaped:
         return None
-
-    # A run: same date, node and recorded metadata (two configurations measured on one day are two runs).
-    def run_key(r: dict[str, Any]) -> tuple[Any, ...]:
-        return (
-            r["date"],
-            r["node"],
-            r["engine_version"],
-            r["engine_build"] or "",
-            r["flags"] or "",
-            r["env"] or "",
-        )
-
-    latest_key = max(run_key(r) for r in at_setting)
-    latest = latest_key[:2]
-    run = [r for r in at_setting if run_key(r) == latest_key]
-    figures = []
-    for metric in METRICS:
-        values = [r[metric] for r in run if r[metric] is not None]
-        if values:
-            label, unit = METRIC_LABELS[metric]
-            figures.append((label, unit, statistics.median(values), len(values)))
+    # Hardware and output length: the most measured, then a recorded output, then the smaller.
+    places: dict[FigureSetting, int] = defaultdict(int)
+    for r in shaped:
+        places[setting_of(r, node_hw)] += 1
+    where = min(places, key=lambda s: (-places[s], s.sort_key()))
+    at_setting = [r for r in rows if setting_of(r, node_hw) == where]
+    cells = [pick_cell(at_setting, metric, recon, allow_differs=False) for metric in METRICS]
+    found = [c for c in cells if c is not None]
+    if not found:
+        return None
+    figures = [(*METRIC_LABELS[c.metric], c.value, c.trials) for c in found]
+    lead = found[0]
+    run = [r for r in at_setting if r["row_id"] in lead.row_ids]
+    unrecorded = sorted({f for c in found for i in c.row_ids for f in recon.status(i).unrecorded})
+    if all(c.status == MATCHES for c in found):
+        unrecorded = []
     weights = next((r["weights_gib"] for r in run if r["weights_gib"] is not None), None)
     kv_pool = next((r["kv_pool_tokens"] for r in run if r["kv_pool_tokens"] is not None), None)
     return Headline(
@@ -252,12 +260,14 @@ def headline(recipe: Recipe, rows: list[dict[str, Any]], recon: Reconciliation) 
             "request_rate": key[3],
             "load": load_text({"concurrency": key[2], "request_rate": key[3]}),
         },
-        latest[0],
-        latest[1],
+        lead.date,
+        lead.node,
         figures,
         weights,
         kv_pool,
-        unrecorded,
+        tuple(unrecorded),
+        tuple(found),
+        where,
     )
 
 

@@ -13,6 +13,7 @@
   var tableBox = document.getElementById("choose-table");
   var body = document.getElementById("choose-results");
   var valueHead = document.getElementById("choose-value-h");
+  var answerBox = document.getElementById("choose-answer");
   var STATUS = { matches: "matches", not_recorded: "not recorded", differs: "differs" };
   var loaded = {};
   var index = null;
@@ -47,34 +48,85 @@
     if (keep !== null && options.some(function (o) { return o[0] === keep; })) select.value = keep;
   }
 
+  function badge(text, cls) {
+    return el("span", text, "badge " + cls);
+  }
+
+  function recipeCell(tag, f) {
+    var recipe = index.recipes[f[0]];
+    var cell = el(tag);
+    var link = el("a", recipe[1]);
+    link.href = page("recipes/" + recipe[0] + "/");
+    cell.appendChild(link);
+    if (f[8]) { cell.appendChild(document.createTextNode(" ")); cell.appendChild(badge("contested", "warn")); }
+    if (f[7] < 0) { cell.appendChild(document.createTextNode(" ")); cell.appendChild(badge("command not recorded", "muted")); }
+    return cell;
+  }
+
+  /* "Use this": the first result that can be run as recorded, as the builder picked it. */
+  function drawAnswer(metric, ranked) {
+    answerBox.textContent = "";
+    var at = (index.answers[settingSelect.value] || {})[metricSelect.value];
+    var line = el("p");
+    line.appendChild(el("strong", "Use this: "));
+    if (!ranked.length) {
+      line.appendChild(document.createTextNode("nothing was measured for " + metric[1] + " at " +
+        index.setting_loads[Number(settingSelect.value)] + " on " + index.name + ". Loads measured: " +
+        ((index.loads[metric[0]] || []).join(", ") || "none") + "."));
+    } else if (at === undefined) {
+      line.appendChild(document.createTextNode("none of these can be run as recorded (no repository id and complete serve command)."));
+    } else {
+      var f = index.figures[at];
+      var name = recipeCell("span", f);
+      line.appendChild(name);
+      line.appendChild(document.createTextNode(", " + number(f[2]) + " " + metric[2]));
+      if (String(f[1]) !== settingSelect.value) line.appendChild(document.createTextNode(" (measured at " + index.settings[f[1]] + ")"));
+      answerBox.appendChild(line);
+      var pre = el("pre", undefined, "cmd");
+      pre.appendChild(el("code", index.commands[f[7]]));
+      answerBox.appendChild(pre);
+      answerBox.hidden = false;
+      return;
+    }
+    answerBox.appendChild(line);
+    answerBox.hidden = false;
+  }
+
   function draw() {
     body.textContent = "";
+    answerBox.hidden = true;
     if (!index) return;
     var metric = null;
     index.metrics.forEach(function (m) { if (m[0] === metricSelect.value) metric = m; });
+    if (!metric) { tableBox.hidden = true; return; }
     var ranked = (index.rankings[settingSelect.value] || {})[metricSelect.value] || [];
-    if (!metric || !ranked.length) {
+    drawAnswer(metric, ranked);
+    if (!ranked.length) {
       tableBox.hidden = true;
-      status.textContent = "No recipe has a row with this metric on " + index.name + ".";
+      status.textContent = "No recipe has a row with this metric at this load on " + index.name + ".";
       return;
     }
     valueHead.textContent = metric[1] + " (" + metric[2] + ")";
     var exact = 0;
+    var section = null;
     ranked.forEach(function (entry, position) {
       var f = index.figures[entry[0]];
-      var recipe = index.recipes[f[0]];
+      if (!entry[1] && f[1] !== section) {
+        /* Results at another prompt, output or context length: a section naming their setting. */
+        section = f[1];
+        var head = el("tr", undefined, "choose-section");
+        var th = el("th", "Measured at another setting: " + index.settings[f[1]]);
+        th.colSpan = 7;
+        th.scope = "colgroup";
+        head.appendChild(th);
+        body.appendChild(head);
+      }
       var tr = el("tr");
       tr.appendChild(el("td", String(position + 1), "n"));
-      var name = el("td");
-      var link = el("a", recipe[1]);
-      link.href = page("recipes/" + recipe[0] + "/");
-      name.appendChild(link);
-      tr.appendChild(name);
+      tr.appendChild(recipeCell("td", f));
       tr.appendChild(el("td", number(f[2]), "n figure-cell"));
-      var when = el("td", f[3]);
+      tr.appendChild(el("td", f[3]));
       if (entry[1]) exact += 1;
-      else when.appendChild(el("span", " · nearest setting: " + index.settings[f[1]], "muted small nearest"));
-      tr.appendChild(when);
       tr.appendChild(el("td", STATUS[f[4]] || f[4]));
       tr.appendChild(el("td", String(f[6]), "n"));
       var row = el("td");
@@ -124,6 +176,7 @@
         index = null;
         body.textContent = "";
         tableBox.hidden = true;
+        answerBox.hidden = true;
         status.textContent = "The rankings could not be loaded here; the hardware pages above have them.";
       });
   }

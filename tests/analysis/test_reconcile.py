@@ -115,7 +115,7 @@ def test_headline_comes_only_from_matching_rows(make_site: MakeSite) -> None:
     loaded = load(make_site, rows)
     assert loaded.recon is not None
     recipe = loaded.site.recipes["tiny"]
-    top = headline(recipe, rows_by_recipe(loaded.site)["tiny"], loaded.recon)
+    top = headline(recipe, rows_by_recipe(loaded.site)["tiny"], loaded.recon, loaded.site.node_hardware())
     assert top is not None
     assert top.date.isoformat() == "2026-01-01"
     assert [(label, value) for label, _, value, _ in top.figures] == [("Decode", 50.0)]

@@ -47,7 +47,7 @@ def opened(browser: Any, base_url: str) -> Iterator[Open]:
 
 def _table(page: Any) -> list[list[str]]:
     return page.evaluate(
-        """() => [...document.querySelectorAll('#choose-results tr')].map(
+        """() => [...document.querySelectorAll('#choose-results tr:not(.choose-section)')].map(
             tr => [...tr.querySelectorAll('td')].map(td => td.textContent))"""
     )
 
@@ -64,13 +64,24 @@ def test_the_chooser_ranks_as_the_command_does(opened: Open, base_url: str, devi
     rows = _table(page)
     loaded = load_and_reconcile(load_config(REPO))
     assert loaded.recon is not None
-    expected = choose(loaded.site, loaded.recon, Query("dgx-spark", prompt_tokens=2048))
-    assert [row[1] for row in rows] == [c.title for c in expected]
-    assert rows[0][:3] == ["1", "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
-    assert rows[1][2:5] == ["42.6", "2026-07-27", "matches"]
+    ranking = choose(loaded.site, loaded.recon, Query("dgx-spark", prompt_tokens=2048))
+    expected = ranking.results
+    assert [row[1].split(" contested")[0].split(" command not recorded")[0] for row in rows] == [
+        c.title for c in expected
+    ]
+    assert rows[0][:3] == ["1", "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast command not recorded", "106.5"]
+    assert rows[1][1:5] == ["Qwen3.6 35B-A3B — NVIDIA NVFP4 contested", "42.6", "2026-07-27", "matches"]
     assert rows[1][5] == "1"  # the open finding
     assert rows[1][6] == "data/rows/qwen3.6-35b-a3b-nvidia-nvfp4/2026-07-27-spark-01.csv:3"
-    assert ["nearest setting" in row[3] for row in rows] == [not c.exact for c in expected]
+    sections = page.locator("#choose-results tr.choose-section").all_inner_texts()
+    assert sections == [f"Measured at another setting: {s.text()}" for s, _ in ranking.sections()]
+    answer = page.locator("#choose-answer")
+    assert (
+        answer.locator("p")
+        .inner_text()
+        .startswith("Use this: Qwen3.6 35B-A3B — NVIDIA NVFP4 contested, 42.6")
+    )
+    assert answer.locator("pre").inner_text() == ranking.answer.figure.command  # type: ignore[union-attr]
     # A latency: lower first.
     page.select_option("#choose-metric", "itl_ms")
     assert [row[2] for row in _table(page)] == ["9", "23.5"]
@@ -109,8 +120,65 @@ def test_without_javascript_each_hardware_page_ranks_at_every_setting(
     section = page.locator("section.choose-setting", has=page.locator(f"h2:text-is('{AT_2048}')"))
     first = section.locator("table").first.locator("tbody tr")
     assert first.count() == 2
-    assert first.nth(0).inner_text().split("\t")[1:3] == ["Qwen3.6 35B-A3B — Unsloth NVFP4-Fast", "106.5"]
+    assert [first.nth(0).locator("td").nth(i).text_content() for i in (1, 2)] == [
+        "Qwen3.6 35B-A3B — Unsloth NVFP4-Fast command not recorded",
+        "106.5",
+    ]
     assert page.evaluate("document.documentElement.scrollWidth") <= (390 if device == "phone" else 1280)
     page.goto(base_url + "hardware/dgx-spark/")
     assert page.locator("main a[href='../../choose/dgx-spark/']").count() == 1
+    assert problems == []
+
+
+FIGURE_BESIDE_NAME = """() => [...document.querySelectorAll('.choose-table tbody tr:not(.choose-section)')]
+    .filter(tr => tr.offsetParent !== null).map(tr => {
+        const [, name, figure] = tr.querySelectorAll('td');
+        const n = name.getBoundingClientRect(), f = figure.getBoundingClientRect();
+        return {name: [n.left, n.right, n.top], figure: [f.left, f.right, f.top], text: figure.textContent};
+    })"""
+
+
+@pytest.mark.parametrize("path", ["choose/", "choose/dgx-spark/"])
+def test_on_a_phone_the_figure_stays_beside_the_name(opened: Open, base_url: str, path: str) -> None:
+    """On a 390-px phone no ranking scrolls sideways: each result's figure is on its name's line,
+    inside the screen, right of the name."""
+    page, problems = opened(**PHONE)
+    page.goto(base_url + path + ("?hardware=dgx-spark&workload=" + AT_2048 if path == "choose/" else ""))
+    if path == "choose/":
+        page.wait_for_selector("#choose-results tr")
+    results = page.evaluate(FIGURE_BESIDE_NAME)
+    assert len(results) >= 4
+    for r in results:
+        assert r["figure"][1] <= 390 and r["figure"][0] >= r["name"][1] - 1, r
+        assert abs(r["figure"][2] - r["name"][2]) < 8, r  # the same line
+    assert page.evaluate(
+        "[...document.querySelectorAll('.choose-table')].every(t => t.closest('.table-scroll').scrollWidth"
+        " <= t.closest('.table-scroll').clientWidth)"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert problems == []
+
+
+def test_the_top_navigation_leads_to_the_chooser(opened: Open, base_url: str) -> None:
+    page, problems = opened(**PHONE)
+    page.goto(base_url + "recipes/")
+    page.locator("header nav[aria-label=Site] a", has_text="Choose").click()
+    assert page.url == base_url + "choose/"
+    assert page.locator("header nav[aria-label=Site] a[aria-current=page]").inner_text() == "Choose"
+    assert problems == []
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_recipe_cards_carry_the_headline_figure_and_open_findings(
+    opened: Open, base_url: str, device: str
+) -> None:
+    page, problems = opened(**(DESKTOP if device == "desktop" else PHONE))
+    page.goto(base_url + "recipes/")
+    card = page.locator(".cards > li", has=page.locator("a", has_text="Qwen3.6 35B-A3B — NVIDIA NVFP4")).first
+    figure = card.locator(".card-figure")
+    assert figure.locator(".figure").inner_text() == "42.6"  # the headline's figure
+    assert figure.locator(".badge.warn").inner_text() == "contested"
+    assert figure.locator("a.badge.bad").inner_text() == "1 open finding"
+    figure.locator("a.badge.bad").click()
+    assert page.url.endswith("recipes/qwen3.6-35b-a3b-nvidia-nvfp4/#findings-h")
     assert problems == []
