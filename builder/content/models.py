@@ -33,6 +33,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from builder.config import url_problem
+from builder.content.shell import ENV_NAME
 from builder.yamlio import CONTROL_CHARACTERS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -144,7 +145,7 @@ class RecipeMeta(_Model):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            if not ENV_NAME.fullmatch(name):
                 raise ValueError(f"'{name}' is not a valid environment variable name")
         return value
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from builder.config import SiteConfig
-from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
+from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env, split_args
 from builder.content.markdown import Document, split_document
 from builder.content.models import (
     RESERVED_SLUGS,
@@ -116,6 +116,8 @@ class Page(Generic[M]):
 class Recipe(Page[RecipeMeta]):
     flags: dict[str, FlagValue] = field(default_factory=dict)
     """Normalised serve flags, for reconciliation."""
+    flag_args: tuple[str, ...] = ()
+    """The serve flags as the argument list commands print (``shlex.split`` of the front matter's)."""
 
 
 CaseStudy = Page[CaseStudyMeta]
@@ -369,11 +371,11 @@ def _parse_page(
 def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
     def make(slug: str, doc: Document, meta: RecipeMeta) -> Recipe:
         try:
-            flags = flag_map(meta.flags)
+            flags, args = flag_map(meta.flags), split_args(meta.flags)
         except FlagSyntaxError as exc:
             problems.error(doc.rel, doc.line_of(("flags",)), str(exc))
-            flags = {}
-        return Recipe(slug, doc, meta, flags)
+            flags, args = {}, ()
+        return Recipe(slug, doc, meta, flags, args)
 
     return make
 

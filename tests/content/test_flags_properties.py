@@ -7,7 +7,15 @@ import shlex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.content.flags import _DECIMAL, FlagSyntaxError, flag_map, parse_env, parse_flags, serve_command
+from builder.content.flags import (
+    _DECIMAL,
+    FlagSyntaxError,
+    flag_map,
+    parse_env,
+    parse_flags,
+    serve_command,
+    split_args,
+)
 
 # No deadline: the examples are deterministic, and a loaded machine would turn slowness into failures.
 FAST = settings(max_examples=150, deadline=None, derandomize=True)
@@ -29,7 +37,7 @@ def test_any_text_parses_or_raises_a_flag_syntax_error(text: str) -> None:
         return
     assert all(flag.name.startswith("-") for flag in flags)
     flag_map(text)  # the same input never fails one way and not the other
-    assert serve_command("org/model", text, {}, "vllm")
+    assert serve_command("org/model", list(split_args(text)), {}, "vllm")
 
 
 plain_values = values.filter(lambda v: v.lower() not in ("true", "false") and not _DECIMAL.fullmatch(v))
