@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.limits import ERRORS_PER_FILE
+
 MESSAGE_LIMIT = 400
 """Longest message a problem keeps: a message quoting input it could not parse (a header line of
 ``/proc/self/environ``, a 3 MB cell) shows an excerpt of it, never all of it."""
@@ -27,7 +29,7 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Problem:
     """A single error or warning, located at ``path:line``.
 
@@ -47,6 +49,16 @@ class Problem:
         object.__setattr__(self, "message", message)
         object.__setattr__(self, "path", printable(self.path))
 
+    def _key(self) -> tuple[str, bool, int, str, str]:
+        # by path, then line (a problem of the whole file after those with a line), then message
+        return (self.path, self.line is None, self.line or 0, self.message, self.kind or "")
+
+    def __lt__(self, other: Problem) -> bool:
+        return self._key() < other._key()
+
+    def __gt__(self, other: Problem) -> bool:
+        return self._key() > other._key()
+
     def format(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
@@ -55,6 +67,37 @@ class Problem:
         if self.kind:
             return {"kind": self.kind, "path": self.path, "line": self.line, "message": self.message}
         return {"path": self.path, "line": self.line, "message": self.message}
+
+
+def capped(problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` sorted, at most :data:`builder.limits.ERRORS_PER_FILE` of each file, the rest of
+    a file counted in one last problem of its own ("and N more"): a file of 100,000 bad cells gives a
+    report a reader can use, in every output format."""
+    out: list[Problem] = []
+    path, shown, hidden = None, 0, 0
+
+    def flush() -> None:
+        if hidden and path is not None:
+            noun = "problem" if hidden == 1 else "problems"
+            out.append(
+                Problem(
+                    path,
+                    None,
+                    f"and {hidden:,} more {noun} in this file (the first {ERRORS_PER_FILE} are listed)",
+                )
+            )
+
+    for problem in sorted(problems):
+        if problem.path != path:
+            flush()
+            path, shown, hidden = problem.path, 0, 0
+        if shown < ERRORS_PER_FILE:
+            out.append(problem)
+            shown += 1
+        else:
+            hidden += 1
+    flush()
+    return out
 
 
 class BuilderError(Exception):
@@ -109,8 +152,8 @@ class BuildAborted(BuilderError):
     """Raised once after validation when any error was collected."""
 
     def __init__(self, problems: Iterable[Problem], warnings: Iterable[Problem] = ()) -> None:
-        self.problems = sorted(problems)
-        self.warnings = sorted(warnings)
+        self.problems = capped(problems)
+        self.warnings = capped(warnings)
         count = len(self.problems)
         super().__init__(f"{count} error{'s' if count != 1 else ''}")
 

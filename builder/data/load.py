@@ -30,6 +30,7 @@ from builder.content.models import (
 )
 from builder.errors import BuilderError, Problem, Problems
 from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
+from builder.limits import CONTENT_FILE_BYTES
 from builder.yamlio import CONTROL_RE, YamlDoc, YamlProblem, control_problem, load_yaml
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def read_content(rel: str, path: Path, problems: Problems) -> bytes | None:
     """The bytes of the content file ``rel``, or None with the reason in ``problems`` (not a regular
     file, unreadable, or gone since the scan)."""
     try:
-        return read_regular(path)
+        return read_regular(path, CONTENT_FILE_BYTES)
     except (FileNotFoundError, InputError) as exc:
         problems.error(rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading")
         return None
@@ -198,7 +199,7 @@ def _load_yaml_mapping(
 ) -> dict[str, M]:
     """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
     try:
-        doc = load_yaml(read_regular(path).decode("utf-8"))
+        doc = load_yaml(read_regular(path, CONTENT_FILE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         if required:
             problems.error(rel, None, "file is missing")
