@@ -14,7 +14,9 @@ file, made by code here rather than committed as binaries:
 * ``long-title``: a recipe whose title is 2 MB.
 
 For comparison, ``honest`` is the site alone. And two at the limits, which ``check`` reads whole: ``brace-body-at-limit`` (a body of 199,998
-characters of ``{{``) and ``rows-at-limit`` (a CSV row file of 100,000 valid rows).
+characters of ``{{``), ``rows-at-limit`` (a CSV row file of 100,000 valid rows) and
+``bad-rows-at-limit`` (100,000 rows of three invalid cells each: the errors are found, then listed
+:data:`builder.limits.ERRORS_PER_FILE` at most).
 
 Every figure in these sites is synthetic. ``python bench/hostile.py OUT`` writes every case under
 ``OUT/<case>/``; ``bench/bench_hostile.py`` measures ``check`` on each.
@@ -145,6 +147,17 @@ def rows_at_limit(root: Path, rows: int = 100_000) -> Path:
     return path
 
 
+def bad_rows_at_limit(root: Path, rows: int = 100_000) -> Path:
+    """A CSV row file of ``rows`` rows, each with three invalid cells: 300,000 errors found."""
+    base_site(root)
+    path = root / "data" / "rows" / "tiny" / "bad.csv"
+    header = ",".join(ROW_COLUMNS)
+    cells = {**ROW_COLUMNS, "prompt_tokens": "many", "concurrency": "-1", "decode_tok_s": "fast"}
+    line = ",".join(cells.values())
+    path.write_text(header + "\n" + "\n".join([line] * rows) + "\n", encoding="utf-8")
+    return path
+
+
 def long_title(root: Path, size: int = 2_000_000) -> Path:
     """A recipe whose title is ``size`` characters."""
     base_site(root, title="T" * size)
@@ -162,6 +175,7 @@ CASES: dict[str, Callable[[Path], Path]] = {
     "long-title": long_title,
     "brace-body-at-limit": lambda root: brace_body(root, 199_998),
     "rows-at-limit": rows_at_limit,
+    "bad-rows-at-limit": bad_rows_at_limit,
 }
 """Case name → the function that writes its site into an empty folder (returns the hostile file)."""
 

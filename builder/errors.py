@@ -7,6 +7,7 @@ once, after everything has been checked, so a contributor sees every mistake in 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,12 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _printable_path(path: str) -> str:
+    # a file with many problems names the same path each time
+    return printable(path)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A single error or warning, located at ``path:line``.
@@ -47,7 +54,7 @@ class Problem:
         if len(message) > MESSAGE_LIMIT:
             message = message[: MESSAGE_LIMIT - 1] + "…"
         object.__setattr__(self, "message", message)
-        object.__setattr__(self, "path", printable(self.path))
+        object.__setattr__(self, "path", _printable_path(self.path))
 
     def _key(self) -> tuple[str, bool, int, str, str]:
         # by path, then line (a problem of the whole file after those with a line), then message
@@ -87,7 +94,7 @@ def capped(problems: Iterable[Problem]) -> list[Problem]:
                 )
             )
 
-    for problem in sorted(problems):
+    for problem in sorted(problems, key=Problem._key):
         if problem.path != path:
             flush()
             path, shown, hidden = problem.path, 0, 0

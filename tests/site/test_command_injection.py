@@ -180,7 +180,8 @@ HOSTILE = st.lists(
 ).map("".join)
 # The site writes commands for an engine it knows by its own program; an unknown one is run by name.
 ENGINES = st.one_of(st.sampled_from(["vllm", "sglang", "llama.cpp"]), HOSTILE.filter(lambda e: "/" not in e))
-ENV_NAMES = st.from_regex(r"[A-Z_][A-Z0-9_]{0,6}", fullmatch=True)
+# Prefixed: bash ignores some variables from its environment (PS4 as root), which the stubs are.
+ENV_NAMES = st.from_regex(r"[A-Z0-9_]{0,6}", fullmatch=True).map(lambda name: "X_" + name)
 TOOLS = st.sampled_from([None, *rep.IMPORT_FORMATS])
 # No shrinking: each example runs bash a few times, and a failing one is reported as found.
 FEW = settings(
