@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, V
 
 from builder.errors import ConfigError
 from builder.files import InputError, read_regular
+from builder.limits import CONTENT_FILE_BYTES
 from builder.yamlio import YamlProblem, load_yaml
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -99,7 +100,7 @@ def load_config(root: str | Path, out: str | Path | None = None, *, verbose: boo
     settings = SiteSettings()
     site_yaml = root_path / "site.yaml"
     try:
-        data: bytes | None = read_regular(site_yaml)
+        data: bytes | None = read_regular(site_yaml, CONTENT_FILE_BYTES)
     except FileNotFoundError:
         data = None
     except InputError as exc:

@@ -7,10 +7,13 @@ once, after everything has been checked, so a contributor sees every mistake in 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from builder.limits import ERRORS_PER_FILE
 
 MESSAGE_LIMIT = 400
 """Longest message a problem keeps: a message quoting input it could not parse (a header line of
@@ -27,7 +30,13 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
-@dataclass(frozen=True, order=True)
+@functools.lru_cache(maxsize=4096)
+def _printable_path(path: str) -> str:
+    # a file with many problems names the same path each time
+    return printable(path)
+
+
+@dataclass(frozen=True)
 class Problem:
     """A single error or warning, located at ``path:line``.
 
@@ -45,7 +54,17 @@ class Problem:
         if len(message) > MESSAGE_LIMIT:
             message = message[: MESSAGE_LIMIT - 1] + "…"
         object.__setattr__(self, "message", message)
-        object.__setattr__(self, "path", printable(self.path))
+        object.__setattr__(self, "path", _printable_path(self.path))
+
+    def _key(self) -> tuple[str, bool, int, str, str]:
+        # by path, then line (a problem of the whole file after those with a line), then message
+        return (self.path, self.line is None, self.line or 0, self.message, self.kind or "")
+
+    def __lt__(self, other: Problem) -> bool:
+        return self._key() < other._key()
+
+    def __gt__(self, other: Problem) -> bool:
+        return self._key() > other._key()
 
     def format(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -55,6 +74,37 @@ class Problem:
         if self.kind:
             return {"kind": self.kind, "path": self.path, "line": self.line, "message": self.message}
         return {"path": self.path, "line": self.line, "message": self.message}
+
+
+def capped(problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` sorted, at most :data:`builder.limits.ERRORS_PER_FILE` of each file, the rest of
+    a file counted in one last problem of its own ("and N more"): a file of 100,000 bad cells gives a
+    report a reader can use, in every output format."""
+    out: list[Problem] = []
+    path, shown, hidden = None, 0, 0
+
+    def flush() -> None:
+        if hidden and path is not None:
+            noun = "problem" if hidden == 1 else "problems"
+            out.append(
+                Problem(
+                    path,
+                    None,
+                    f"and {hidden:,} more {noun} in this file (the first {ERRORS_PER_FILE} are listed)",
+                )
+            )
+
+    for problem in sorted(problems, key=Problem._key):
+        if problem.path != path:
+            flush()
+            path, shown, hidden = problem.path, 0, 0
+        if shown < ERRORS_PER_FILE:
+            out.append(problem)
+            shown += 1
+        else:
+            hidden += 1
+    flush()
+    return out
 
 
 class BuilderError(Exception):
@@ -109,8 +159,8 @@ class BuildAborted(BuilderError):
     """Raised once after validation when any error was collected."""
 
     def __init__(self, problems: Iterable[Problem], warnings: Iterable[Problem] = ()) -> None:
-        self.problems = sorted(problems)
-        self.warnings = sorted(warnings)
+        self.problems = capped(problems)
+        self.warnings = capped(warnings)
         count = len(self.problems)
         super().__init__(f"{count} error{'s' if count != 1 else ''}")
 

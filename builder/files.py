@@ -98,12 +98,13 @@ def refusal(st: os.stat_result) -> str | None:
     return SPECIAL
 
 
-def read_regular(path: str | Path) -> bytes:
+def read_regular(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of the regular file at ``path``.
 
     Raises :class:`FileNotFoundError` when nothing is there and :class:`InputError` when it is a
-    symbolic link, a folder, a special file or unreadable. The file is opened without following a
-    link and without blocking (a FIFO would wait for a writer), and checked before it is read."""
+    symbolic link, a folder, a special file, unreadable or (with ``limit``) longer than ``limit``
+    bytes. The file is opened without following a link and without blocking (a FIFO would wait for
+    a writer), and its kind and size are checked before anything is read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -121,6 +122,8 @@ def read_regular(path: str | Path) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise InputError(SPECIAL)
         size = st.st_size
+        if limit is not None and size > limit:
+            raise InputError(too_big(size, limit))
         try:
             data = os.read(fd, size + 1)
             while len(data) > size:  # grew since fstat: read to the end
@@ -128,11 +131,18 @@ def read_regular(path: str | Path) -> bytes:
                 if not more:
                     break
                 data += more
+                if limit is not None and len(data) > limit:
+                    raise InputError(too_big(len(data), limit))
         except OSError as exc:
             raise InputError(f"cannot be read ({exc.strerror})") from None
         return data
     finally:
         os.close(fd)
+
+
+def too_big(size: int, limit: int) -> str:
+    """The message for a file of ``size`` bytes where at most ``limit`` are taken."""
+    return f"{size:,} bytes: such a file is at most {limit:,} bytes"
 
 
 def readable(path: str) -> bool:

@@ -119,7 +119,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     pytest_part = command[command.index("python -m pytest") :]
     assert pytest_part in ci
     assert "-c constraints.txt -e '.[test]'" in command
-    assert 'pins=(-c constraints.txt)' in ci and "\"${pins[@]}\" -e '.[test]'" in ci
+    assert "pins=(-c constraints.txt)" in ci and "\"${pins[@]}\" -e '.[test]'" in ci
 
 
 def test_constraints_pin_every_declared_dependency() -> None:

@@ -30,6 +30,7 @@ from builder.content.models import Annotation
 from builder.data.load import recipe_reference_problem
 from builder.errors import Problems
 from builder.files import InputError, read_regular
+from builder.limits import CONTENT_FILE_BYTES
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 ANNOTATIONS_REL = "data/annotations.yaml"
@@ -131,7 +132,7 @@ def load_annotations(
     """Read ``data/annotations.yaml`` (optional); every defect goes into ``problems``."""
     path = root / ANNOTATIONS_REL
     try:
-        doc = load_yaml(read_regular(path).decode("utf-8"))
+        doc = load_yaml(read_regular(path, CONTENT_FILE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return []
     except InputError as exc:

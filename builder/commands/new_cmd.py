@@ -15,15 +15,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from builder.config import load_config
     from builder.content.scaffold import scaffold, write_scaffold
+    from builder.content.shell import shell_command
     from builder.data.load import today
     from builder.importers.importing import shown_path
 
     config = load_config(args.root)
     path = write_scaffold(config, scaffold(config, args.kind, args.slug, today(config)))
     print(shown_path(path))
-    print("fill in the keys marked TODO, then run: python -m builder check")
+    print("fill in the keys marked TODO, then run:", shell_command([["python", "-m", "builder", "check"]]))
     if args.kind == "recipe":
-        print(
-            f"add its benchmark rows with: python -m builder import --from vllm-bench|llama-benchy FILE --recipe {args.slug} ..."
-        )
+        add = ["python", "-m", "builder", "import", "--from", "vllm-bench", "FILE", "--recipe", args.slug]
+        print("add its benchmark rows with:", shell_command([add]), "(or another --from format)")
     return 0

@@ -159,17 +159,62 @@ def _typed(key: str, raw: str) -> Any:
 # --- the markdown-it plugin ------------------------------------------------------------------------
 
 
+class _Scan:
+    """Where the next ``}}`` and how many line breaks before a position are, in one inline source.
+
+    The inline rule runs at every ``{{``; finding the close or counting lines from the start each
+    time would make a body of many ``{{`` quadratic. Positions mostly move forward, so each answer
+    starts from the last one: every character is looked at about once.
+    """
+
+    __slots__ = ("src", "_close", "_close_from", "_line_pos", "_lines")
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self._close = -1
+        self._close_from = len(src) + 1  # nothing asked yet
+        self._line_pos = 0
+        self._lines = 0
+
+    def close(self, start: int) -> int:
+        """The next ``}}`` at or after ``start``, or -1."""
+        if self._close_from <= start and (self._close < 0 or self._close >= start):
+            return self._close
+        self._close, self._close_from = self.src.find("}}", start), start
+        return self._close
+
+    def lines_before(self, pos: int) -> int:
+        if pos >= self._line_pos:
+            self._lines += self.src.count("\n", self._line_pos, pos)
+        else:
+            self._lines -= self.src.count("\n", pos, self._line_pos)
+        self._line_pos = pos
+        return self._lines
+
+
+_SCAN = "figure_scan"
+"""The key of the current :class:`_Scan` in a parse's ``env``."""
+
+
+def _scan(state: StateInline) -> _Scan:
+    scan: _Scan | None = state.env.get(_SCAN)
+    if scan is None or scan.src is not state.src:
+        scan = state.env[_SCAN] = _Scan(state.src)
+    return scan
+
+
 def _figure_rule(state: StateInline, silent: bool) -> bool:
     src, pos = state.src, state.pos
     if not src.startswith("{{", pos):
         return False
-    end = src.find("}}", pos + 2)
+    scan = _scan(state)
+    end = scan.close(pos + 2)
     if end < 0:
         return False
     if not silent:
         token = state.push("figure", "", 0)
         token.content = src[pos + 2 : end]
-        token.meta = {"offset": src.count("\n", 0, pos)}
+        token.meta = {"offset": scan.lines_before(pos)}
         words = token.content.split(None, 1)
         if len(words) == 2 and words[0] == UNBOUND:  # shown as written, bound or not
             token.meta["bound"] = BoundFigure(words[1].strip())
@@ -231,8 +276,87 @@ _PLAIN = re.compile(
     r"(?<![\w.,/+-])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:[ \u00a0]?(tok/s|t/s|ms|GiB|GB|s)|(×|x))(?![\w/])"
 )
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
-_HIDDEN = re.compile(r"\{\{.*?\}\}|\]\([^)]*\)|<https?://[^>]*>|https?://\S+")
+_TICKS = re.compile(r"`+")
+
+
+def _without_code_spans(line: str) -> str:
+    """``line`` with each code span (a run of backticks to the next run of the same length) a space.
+
+    Linear: the runs are found once, and the next run of each length is looked up from a pointer that
+    only moves forward (a regular expression that searches for the closing run from every opening one
+    is quadratic in a line of unmatched backticks)."""
+    if "`" not in line:
+        return line
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    pointer = dict.fromkeys(by_length, 0)
+    out, last, index = [], 0, 0
+    while index < len(runs):
+        start, end = runs[index]
+        same, at = by_length[end - start], pointer[end - start]
+        while at < len(same) and same[at] <= index:
+            at += 1
+        pointer[end - start] = at
+        if at < len(same):
+            out += [line[last:start], " "]
+            last = runs[same[at]][1]
+            index = same[at] + 1
+        else:
+            index += 1
+    out.append(line[last:])
+    return "".join(out)
+
+
+class _Next:
+    """The next ``needle`` at or after a start that never moves back: each character is read once."""
+
+    __slots__ = ("text", "needle", "at", "since")
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text, self.needle, self.at, self.since = text, needle, -1, -1
+
+    def find(self, start: int) -> int:
+        if self.since >= 0 and (self.at < 0 or self.at >= start):
+            return self.at  # none after an earlier start is none after this one
+        self.at, self.since = self.text.find(self.needle, start), start
+        return self.at
+
+
+_HIDDEN_OPENERS = ("{{", "](", "<http://", "<https://", "http://", "https://")
+
+
+def _without_hidden(line: str) -> str:
+    """``line`` with what holds no prose figure a space each: ``{{ ... }}``, a link target ``](...)``,
+    ``<http...>`` and a bare URL (to the next blank). Linear in the line (see :class:`_Next`)."""
+    if not any(opener in line for opener in _HIDDEN_OPENERS):
+        return line
+    braces, paren, angle = _Next(line, "}}"), _Next(line, ")"), _Next(line, ">")
+    out, last, pos, size = [], 0, 0, len(line)
+    while pos < size:
+        char, end = line[pos], -1
+        if char == "{" and line.startswith("{{", pos):
+            close = braces.find(pos + 2)
+            end = close + 2 if close >= 0 else -1
+        elif char == "]" and line.startswith("](", pos):
+            close = paren.find(pos + 2)
+            end = close + 1 if close >= 0 else -1
+        elif char == "<" and line.startswith(("<http://", "<https://"), pos):
+            close = angle.find(pos + 1)
+            end = close + 1 if close >= 0 else -1
+        elif char == "h" and line.startswith(("http://", "https://"), pos):
+            scheme_end = stop = pos + (8 if line.startswith("https://", pos) else 7)
+            while stop < size and not line[stop].isspace():
+                stop += 1
+            end = stop if stop > scheme_end else -1
+        if end < 0:
+            pos += 1
+            continue
+        out += [line[last:pos], " "]
+        pos = last = end
+    out.append(line[last:])
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -267,7 +391,7 @@ def plain_figures(body: str) -> list[PlainFigure]:
         if opened:
             fence = opened.group(1)
             continue
-        text = _HIDDEN.sub(" ", _CODE_SPAN.sub(" ", line))
+        text = _without_hidden(_without_code_spans(line))
         for match in _PLAIN.finditer(text):
             whole, frac, unit = match.group(1), match.group(2) or "", match.group(3) or match.group(4)
             value = float(whole.replace(",", "") + ("." + frac if frac else ""))

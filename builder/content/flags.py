@@ -9,13 +9,16 @@ Order never matters.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from builder.content.shell import ENV_NAME, shell_command
+
 FlagValue = str | bool
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 _DECIMAL = re.compile(r"-?\d+\.\d*")
 
@@ -71,12 +74,19 @@ def _split(text: str) -> list[str]:
     return shlex.split(text, comments=False, posix=True)
 
 
-def parse_flags(text: str) -> list[Flag]:
-    """Split a flags string into flags; raise :class:`FlagSyntaxError` on what cannot be read."""
+@functools.lru_cache(maxsize=4096)
+def split_args(text: str) -> tuple[str, ...]:
+    """The argument list of a flags string, as ``shlex.split`` gives it (the one reading of flags:
+    commands print these words, each quoted); raise :class:`FlagSyntaxError` when it cannot split."""
     try:
-        tokens = _split(text)
+        return tuple(_split(text))
     except ValueError as exc:
         raise FlagSyntaxError(f"cannot split flags: {exc}") from None
+
+
+def parse_flags(text: str) -> list[Flag]:
+    """Split a flags string into flags; raise :class:`FlagSyntaxError` on what cannot be read."""
+    tokens = split_args(text)
     flags: list[Flag] = []
     index = 0
     while index < len(tokens):
@@ -133,7 +143,7 @@ def parse_env(text: str) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not _ENV_NAME.fullmatch(name):
+        if not sep or not ENV_NAME.fullmatch(name):
             raise FlagSyntaxError(f"env item '{item}' is not NAME=value")
         if name in env:
             raise FlagSyntaxError(f"env variable '{name}' is given twice")
@@ -141,15 +151,41 @@ def parse_env(text: str) -> dict[str, str]:
     return env
 
 
-def serve_command(checkpoint: str, flags: str, env: dict[str, str], engine: str) -> str:
-    """The shell command a reader can paste, one flag per line."""
-    lines = [f"{name}={shlex.quote(value)} \\" for name, value in sorted(env.items())]
-    program = {"vllm": "vllm serve", "sglang": "python -m sglang.launch_server --model-path"}.get(
-        engine.lower(), f"{engine} serve"
-    )
-    parts = [f"{program} {shlex.quote(checkpoint)}"]
-    try:
-        parts.extend(flag.typed for flag in parse_flags(flags))
-    except FlagSyntaxError:
-        parts.append(flags)
-    return "\n".join(lines + [" \\\n  ".join(parts)])
+def flag_groups(args: Sequence[str]) -> list[list[str]]:
+    """``args`` grouped one flag and its values a group (a line of a printed command)."""
+    groups: list[list[str]] = []
+    for word in args:
+        if _is_flag(word) or not groups:
+            groups.append([])
+        groups[-1].append(word)
+    return groups
+
+
+def is_hub_id(checkpoint: str) -> bool:
+    """``owner/name``: a checkpoint a server can download."""
+    parts = checkpoint.split("/")
+    return len(parts) == 2 and all(p and " " not in p for p in parts)
+
+
+def engine_kind(engine: str) -> str:
+    """The engine's name as the site tells engines apart (``llama.cpp`` for its spellings)."""
+    name = engine.lower().replace("_", "-").replace(" ", "")
+    if name in ("llama.cpp", "llamacpp", "llama-cpp", "llama-server"):
+        return "llama.cpp"
+    return name
+
+
+def serve_program(engine: str) -> list[str]:
+    """The words that start the engine's server, before the checkpoint."""
+    known = {
+        "vllm": ["vllm", "serve"],
+        "sglang": ["python", "-m", "sglang.launch_server", "--model-path"],
+        "llama.cpp": ["llama-server", "-hf"],
+    }
+    return known.get(engine_kind(engine), [engine, "serve"])
+
+
+def serve_command(checkpoint: str, args: Sequence[str], env: Mapping[str, str], engine: str) -> str:
+    """The shell command a reader can paste: ``env`` assignments, then the server with its
+    checkpoint and flag arguments, one flag per line."""
+    return shell_command([[*serve_program(engine), checkpoint], *flag_groups(args)], env)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.content.figures import Binding, BoundFigure, figure_plugin, parse_binding
 from builder.errors import ContentError
+from builder.limits import BODY_CHARS, FRONT_MATTER_CHARS
 from builder.yamlio import YamlDoc, YamlProblem, load_yaml
 
 if TYPE_CHECKING:
@@ -92,6 +93,12 @@ def split_document(rel: str, text: str) -> Document:
             break
     else:
         raise ContentError("front matter is not closed by a '---' line", rel, 1)
+    if len(front_text) > FRONT_MATTER_CHARS:
+        raise ContentError(
+            f"front matter of {len(front_text):,} characters: at most {FRONT_MATTER_CHARS:,}", rel, 2
+        )
+    if len(body) > BODY_CHARS:
+        raise ContentError(f"body of {len(body):,} characters: at most {BODY_CHARS:,}", rel, index + 2)
     try:
         front = load_yaml(front_text, first_line=2)
     except YamlProblem as exc:

@@ -33,6 +33,8 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from builder.config import url_problem
+from builder.content.shell import ENV_NAME
+from builder.limits import FRONT_MATTER_STRING_CHARS
 from builder.yamlio import CONTROL_CHARACTERS
 
 SLUG_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
@@ -91,7 +93,14 @@ class _Model(BaseModel):
     )
 
 
-class HeadlineSetting(_Model):
+class _Written(_Model):
+    """Front matter or a ``data/*.yaml`` entry: every string in it is bounded (a 2 MB title would be
+    copied into every page that lists it)."""
+
+    model_config = ConfigDict(str_max_length=FRONT_MATTER_STRING_CHARS)
+
+
+class HeadlineSetting(_Written):
     """The benchmark setting whose figures lead a recipe page."""
 
     prompt_tokens: PositiveInt
@@ -102,7 +111,7 @@ class HeadlineSetting(_Model):
     """Prefix depth (tokens already in context) of the headline setting."""
 
 
-class RecipeMeta(_Model):
+class RecipeMeta(_Written):
     """Front matter of ``content/recipes/<slug>.md``: how to serve one checkpoint on one hardware."""
 
     title: NonEmpty
@@ -144,12 +153,12 @@ class RecipeMeta(_Model):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            if not ENV_NAME.fullmatch(name):
                 raise ValueError(f"'{name}' is not a valid environment variable name")
         return value
 
 
-class Arm(_Model):
+class Arm(_Written):
     """One arm of a case study."""
 
     label: NonEmpty
@@ -160,7 +169,7 @@ class Arm(_Model):
     """Slug of the recipe the arm ran, or null when the site has no recipe for it."""
 
 
-class CaseStudyMeta(_Model):
+class CaseStudyMeta(_Written):
     """Front matter of ``content/case-studies/<slug>.md``: an experiment and its verdict."""
 
     title: NonEmpty
@@ -185,7 +194,7 @@ class CaseStudyMeta(_Model):
     """Where the facts come from."""
 
 
-class PostMeta(_Model):
+class PostMeta(_Written):
     """Front matter of ``content/posts/<slug>.md``: a news post."""
 
     title: NonEmpty
@@ -204,7 +213,7 @@ class PostMeta(_Model):
     """Where the facts come from."""
 
 
-class Hardware(_Model):
+class Hardware(_Written):
     """An entry of ``data/hardware.yaml``."""
 
     name: NonEmpty
@@ -213,7 +222,7 @@ class Hardware(_Model):
     """What distinguishes it (chip, memory)."""
 
 
-class Node(_Model):
+class Node(_Written):
     """An entry of ``data/nodes.yaml``: one physical machine that produced rows."""
 
     hardware: Slug
@@ -493,7 +502,7 @@ else:
 HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s<>\"]+$")]
 
 
-class AnnotationSetting(_Model):
+class AnnotationSetting(_Written):
     """Narrows an annotation to findings at one setting; every key given must equal the finding's."""
 
     hardware: Slug | None = None
@@ -515,7 +524,7 @@ class AnnotationSetting(_Model):
         return math.inf if isinstance(value, str) and value.lower() == "inf" else value
 
 
-class Annotation(_Model):
+class Annotation(_Written):
     """An entry of ``data/annotations.yaml``: a curator's reason attached to a finding of non-reproduction.
 
     It applies to every finding of ``recipe`` that ``metric``, ``setting`` and ``date`` (each optional)

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from builder.data.rowfile import BOM, ParsedFile, RowFile, file_row_ids, normalise, read_string_csv
+from builder.limits import ROWS_PER_FILE
 
 BATCH_BYTES = 16 << 20
 """Bytes of CSV bodies per parse: big enough that the reader's cost per call vanishes, small enough
@@ -90,6 +91,9 @@ class CsvBatches:
         header = self._headers[key]
         if header is None:
             return False
+        lines = data.count(b"\n", body, end) + 1
+        if lines > ROWS_PER_FILE:
+            return False  # alone: its own parse says where the limit is passed
         size = end - body + 1
         batch = self._open.get(key)
         if batch is not None and batch.used + size > len(batch.buffer):
@@ -100,7 +104,7 @@ class CsvBatches:
         batch.buffer[batch.used : batch.used + size - 1] = memoryview(data)[body:end]
         batch.buffer[batch.used + size - 1] = 10
         batch.used += size
-        batch.lines.append(data.count(b"\n", body, end) + 1)
+        batch.lines.append(lines)
         batch.members.append((index, source, data))
         batch.quoted = batch.quoted or quoted
         return True

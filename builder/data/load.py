@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from builder.config import SiteConfig
-from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env
+from builder.content.flags import FlagSyntaxError, FlagValue, flag_map, parse_env, split_args
 from builder.content.markdown import Document, split_document
 from builder.content.models import (
     RESERVED_SLUGS,
@@ -30,6 +30,7 @@ from builder.content.models import (
 )
 from builder.errors import BuilderError, Problem, Problems
 from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
+from builder.limits import CONTENT_FILE_BYTES
 from builder.yamlio import CONTROL_RE, YamlDoc, YamlProblem, control_problem, load_yaml
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def read_content(rel: str, path: Path, problems: Problems) -> bytes | None:
     """The bytes of the content file ``rel``, or None with the reason in ``problems`` (not a regular
     file, unreadable, or gone since the scan)."""
     try:
-        return read_regular(path)
+        return read_regular(path, CONTENT_FILE_BYTES)
     except (FileNotFoundError, InputError) as exc:
         problems.error(rel, None, exc.message if isinstance(exc, InputError) else "vanished while loading")
         return None
@@ -116,6 +117,8 @@ class Page(Generic[M]):
 class Recipe(Page[RecipeMeta]):
     flags: dict[str, FlagValue] = field(default_factory=dict)
     """Normalised serve flags, for reconciliation."""
+    flag_args: tuple[str, ...] = ()
+    """The serve flags as the argument list commands print (``shlex.split`` of the front matter's)."""
 
 
 CaseStudy = Page[CaseStudyMeta]
@@ -196,7 +199,7 @@ def _load_yaml_mapping(
 ) -> dict[str, M]:
     """Load ``id: entry`` YAML; ``known`` receives every id, valid or not (to avoid cascades)."""
     try:
-        doc = load_yaml(read_regular(path).decode("utf-8"))
+        doc = load_yaml(read_regular(path, CONTENT_FILE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         if required:
             problems.error(rel, None, "file is missing")
@@ -369,11 +372,11 @@ def _parse_page(
 def _make_recipe(problems: Problems) -> Callable[[str, Document, RecipeMeta], Recipe]:
     def make(slug: str, doc: Document, meta: RecipeMeta) -> Recipe:
         try:
-            flags = flag_map(meta.flags)
+            flags, args = flag_map(meta.flags), split_args(meta.flags)
         except FlagSyntaxError as exc:
             problems.error(doc.rel, doc.line_of(("flags",)), str(exc))
-            flags = {}
-        return Recipe(slug, doc, meta, flags)
+            flags, args = {}, ()
+        return Recipe(slug, doc, meta, flags, args)
 
     return make
 

@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 
 from builder.content.models import ROW_FIELDS
 from builder.files import read_regular
+from builder.limits import ROW_FILE_BYTES
 
 BOM = b"\xef\xbb\xbf"
 STRING_SCHEMA_FIELDS = [pa.field(name, pa.string()) for name in ROW_FIELDS]
@@ -39,7 +40,7 @@ class RowFile:
             return self.data
         if self.path is None:
             raise ValueError(f"{self.rel}: neither bytes nor a path")
-        return read_regular(self.path)
+        return read_regular(self.path, ROW_FILE_BYTES)
 
 
 @dataclass

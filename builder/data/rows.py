@@ -38,7 +38,14 @@ from builder.data.rowfile import (
     strip_bom,
 )
 from builder.errors import Problems
-from builder.files import UNREADABLE, excerpt, readable, walk
+from builder.files import UNREADABLE, InputError, excerpt, readable, walk
+from builder.limits import (
+    HEADER_COLUMNS,
+    PARQUET_DECODED_BYTES,
+    PARQUET_METADATA_BYTES,
+    PARQUET_ROW_GROUPS,
+    ROWS_PER_FILE,
+)
 
 __all__ = [
     "PARSERS",
@@ -119,6 +126,13 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
             source.rel, 1, "lines end in a bare carriage return (\\r): save the file with LF or CRLF endings"
         )
         return ParsedFile(source, None)
+    if first.count(",") >= HEADER_COLUMNS:  # before the line is split into that many names
+        problems.error(
+            source.rel,
+            1,
+            f"{first.count(',') + 1:,} columns in the header: a row file has at most {HEADER_COLUMNS}",
+        )
+        return ParsedFile(source, None)
     try:
         header = next(csv.reader([first]))
     except csv.Error as exc:
@@ -137,6 +151,12 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
     has_quote = b'"' in body
     if not _whole(source, body, has_quote, problems):
         return ParsedFile(source, None)
+    over = _row_over_limit(body, has_quote)
+    if over is not None:
+        problems.error(
+            source.rel, over, f"more than {ROWS_PER_FILE:,} rows: a row file has at most {ROWS_PER_FILE:,}"
+        )
+        return ParsedFile(source, None)
     try:
         table, ragged = read_string_csv(body, header, skip_rows=1, newlines_in_values=has_quote)
     except pa.ArrowInvalid as exc:
@@ -152,6 +172,23 @@ def parse_csv(source: RowFile, problems: Problems) -> ParsedFile:
                 "a decimal comma or an unquoted comma splits a cell",
             )
     return parsed
+
+
+def _row_over_limit(body: bytes, has_quote: bool) -> int | None:
+    """The line where the first row past :data:`ROWS_PER_FILE` starts, or None. ``body`` is the
+    file from its header line on; the rows are counted before anything is parsed (a row is a line
+    unless a quoted cell holds a line break)."""
+    if body.count(b"\n") <= ROWS_PER_FILE:
+        return None
+    if not has_quote:
+        return ROWS_PER_FILE + 2
+    reader = csv.reader(io.StringIO(body.decode("utf-8"), newline=""))
+    start = 1
+    for number, _record in enumerate(reader):  # the header is record 0
+        if number > ROWS_PER_FILE:
+            return start
+        start = reader.line_num + 1
+    return None
 
 
 LONGEST_LINE = 1 << 20
@@ -255,9 +292,21 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
+    if len(lines) > ROWS_PER_FILE:
+        problems.error(
+            source.rel,
+            ROWS_PER_FILE + 1,
+            f"more than {ROWS_PER_FILE:,} rows: a row file has at most {ROWS_PER_FILE:,}",
+        )
+        return ParsedFile(source, None)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             problems.error(source.rel, number, "blank line (one JSON object per line)")
+            continue
+        if len(line) > LONGEST_LINE:
+            problems.error(
+                source.rel, number, f"line of {len(line):,} characters: a row is at most {LONGEST_LINE:,}"
+            )
             continue
         try:
             obj = json.loads(
@@ -274,6 +323,9 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
             continue
         if not isinstance(obj, dict):
             problems.error(source.rel, number, "each line must be a JSON object")
+            continue
+        if len(obj) > HEADER_COLUMNS:
+            problems.error(source.rel, number, f"{len(obj):,} keys: a row has at most {HEADER_COLUMNS}")
             continue
         for key in obj:
             if key not in _ROW_FIELD_SET:
@@ -297,6 +349,8 @@ def parse_jsonl(source: RowFile, problems: Problems) -> ParsedFile:
 
 def _parquet_type_error(name: str, kind: pa.DataType) -> str | None:
     """Why a Parquet column's type cannot hold the field, or None when it can (exactly)."""
+    if pa.types.is_dictionary(kind):  # dictionary encoded: its values are what the cells hold
+        kind = kind.value_type
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
         return None
     declared = ROW_SCHEMA[name].kind
@@ -318,29 +372,98 @@ def parse_parquet(source: RowFile, problems: Problems) -> ParsedFile:
     dates as ISO text), then validated by the same SQL as CSV cells, so a Parquet file loads exactly
     what it holds or is reported. A column whose type cannot hold its field exactly (a float in an
     integer field, a timestamp for a date) is an error. Problems name the 1-based row number.
+
+    The file's metadata is checked against the limits (:mod:`builder.limits`) before any cell is
+    read, then the cells are read a row group at a time, text columns as dictionaries, and their
+    decoded size is counted before they are expanded: a few kilobytes that decompress to gigabytes
+    are refused, never held.
     """
     import pyarrow.parquet as pq
 
+    data = source.read()
+    footer = int.from_bytes(data[-8:-4], "little") if len(data) >= 12 and data.endswith(b"PAR1") else 0
+    if footer > PARQUET_METADATA_BYTES:
+        problems.error(source.rel, None, f"metadata of {footer:,} bytes: at most {PARQUET_METADATA_BYTES:,}")
+        return ParsedFile(source, None)
     try:
-        table = pq.read_table(pa.BufferReader(source.read()))
+        schema = pq.ParquetFile(pa.BufferReader(data)).schema_arrow
+        texts = [f.name for f in schema if _is_text(f.type)]
+        reader = pq.ParquetFile(pa.BufferReader(data), read_dictionary=texts)
     except (pa.ArrowException, OSError) as exc:
         problems.error(source.rel, None, f"cannot read as Parquet: {exc}")
         return ParsedFile(source, None)
-    if not _check_header(source.rel, table.column_names, problems):
+    meta = reader.metadata
+    for count, limit, what in (
+        (meta.num_columns, HEADER_COLUMNS, "columns"),
+        (meta.num_row_groups, PARQUET_ROW_GROUPS, "row groups"),
+        (meta.num_rows, ROWS_PER_FILE, "rows"),
+    ):
+        if count > limit:
+            problems.error(source.rel, None, f"{count:,} {what}: a row file has at most {limit:,}")
+            return ParsedFile(source, None)
+    declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if declared > PARQUET_DECODED_BYTES:
+        problems.error(
+            source.rel,
+            None,
+            f"{declared:,} bytes of cells once decompressed: a row file has at most {PARQUET_DECODED_BYTES:,}",
+        )
         return ParsedFile(source, None)
-    columns: dict[str, pa.ChunkedArray] = {}
+    if not _check_header(source.rel, schema.names, problems):
+        return ParsedFile(source, None)
     ok = True
-    for name in table.column_names:
-        column = table.column(name)
-        error = _parquet_type_error(name, column.type)
+    for field in schema:
+        error = _parquet_type_error(field.name, field.type)
         if error is not None:
             problems.error(source.rel, None, error)
             ok = False
-            continue
-        columns[name] = pc.cast(column, pa.string())
     if not ok:
         return ParsedFile(source, None)
-    return ParsedFile(source, pa.table(columns) if columns else None)
+    groups: list[pa.Table] = []
+    decoded = 0
+    for index in range(meta.num_row_groups):
+        try:
+            group = reader.read_row_group(index)
+        except (pa.ArrowException, OSError) as exc:
+            problems.error(source.rel, None, f"cannot read as Parquet: {exc}")
+            return ParsedFile(source, None)
+        decoded += sum(_decoded_bytes(column) for column in group.columns)
+        if decoded > PARQUET_DECODED_BYTES:
+            problems.error(
+                source.rel,
+                None,
+                f"more than {PARQUET_DECODED_BYTES:,} bytes of cells once decompressed and decoded "
+                f"(row group {index + 1} of {meta.num_row_groups:,}): a row file has at most {PARQUET_DECODED_BYTES:,}",
+            )
+            return ParsedFile(source, None)
+        groups.append(
+            pa.table({name: pc.cast(group.column(name), pa.string()) for name in group.column_names})
+        )
+    if not schema.names:
+        return ParsedFile(source, None)
+    if not groups:
+        return ParsedFile(source, pa.table({name: pa.array([], pa.string()) for name in schema.names}))
+    return ParsedFile(source, pa.concat_tables(groups))
+
+
+def _is_text(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _decoded_bytes(column: pa.ChunkedArray) -> int:
+    """Bytes the column takes once expanded: a dictionary column's values counted per row, from the
+    lengths of its dictionary (without expanding it)."""
+    total = 0
+    for chunk in column.chunks:
+        if isinstance(chunk, pa.DictionaryArray):
+            lengths = pc.binary_length(chunk.dictionary)
+            taken = pc.sum(pc.take(lengths, chunk.indices)).as_py()
+            total += (taken or 0) + 4 * len(chunk)
+        else:
+            total += chunk.nbytes
+    return total
 
 
 PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
@@ -379,8 +502,15 @@ def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> 
     found.sort()
     out = [RowFile(rel, None, kind, path) for _, rel, path, kind in found]
     if read:
+        kept = []
         for source in out:
-            source.data = source.read()
+            try:
+                source.data = source.read()
+            except InputError as exc:  # too big: refused before it is read
+                problems.error(source.rel, None, exc.message)
+                continue
+            kept.append(source)
+        return kept
     return out
 
 
@@ -390,6 +520,8 @@ def _batch_header(line: bytes) -> list[str] | None:
     try:
         first = line.decode("utf-8")
     except UnicodeDecodeError:
+        return None
+    if first.count(",") >= HEADER_COLUMNS:
         return None
     header = next(csv.reader([first]), [])
     return header if header and _check_header("", header, Problems()) else None
@@ -435,7 +567,12 @@ def parse_row_files(files: list[RowFile], problems: Problems) -> tuple[list[Pars
     with ThreadPoolExecutor(max_workers=1) as pool:
         batches = CsvBatches(_batch_header, pool)
         for index, source in enumerate(files):
-            data = source.read()
+            try:
+                data = source.read()
+            except InputError as exc:  # too big: refused before it is read
+                problems.error(source.rel, None, exc.message)
+                parsed[index] = ParsedFile(source, None)
+                continue
             # A lone file is parsed alone: a batch would only add its buffer (the preview's saves).
             if source.kind == "csv" and len(files) > 1 and batches.add(index, source, data):
                 continue

@@ -20,7 +20,7 @@ from builder.config import SiteConfig
 from builder.data.load import Content, Site, SiteLoader, load_content
 from builder.engine.forked import Forked
 from builder.engine.pipeline import load_with_annotations
-from builder.errors import Problem, Problems
+from builder.errors import Problem, Problems, capped
 from builder.wording import counted
 
 
@@ -59,7 +59,7 @@ class CheckReport:
         stats = dict.fromkeys(
             ("rows", "row_files", "recipes", "case_studies", "posts", "nodes", "findings"), 0
         )
-        return cls({**stats, "findings_open": 0}, sorted(errors), [])
+        return cls({**stats, "findings_open": 0}, capped(errors), [])
 
     def summary(self) -> str:
         s = self.stats
@@ -137,7 +137,7 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
             problems.warn(parsed.source.rel, parsed.line_of(row.file_row), row.message, kind="not_compared")
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
-    return CheckReport(stats, sorted(problems.errors), sorted(problems.warnings), findings, strict)
+    return CheckReport(stats, capped(problems.errors), capped(problems.warnings), findings, strict)
 
 
 def prose_problems(site: Site, problems: Problems, *, strict: bool = False) -> None:

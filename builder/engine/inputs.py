@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from builder.files import FOLDER, InputError, read_regular, refusal, walk
+from builder.limits import ROW_FILE_BYTES
 
 # Not imported from builder.config: the no-op path must not pay for pydantic.
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -109,7 +110,8 @@ def _digest_file(path: str) -> bytes | None:
     """The file's digest, or None when it vanished; a file that is no longer a regular one gets
     the digest of a refused entry."""
     try:
-        return digest_bytes(read_regular(path))
+        # no input may be bigger than a row file: a bigger one is refused, not hashed (its load says so)
+        return digest_bytes(read_regular(path, ROW_FILE_BYTES))
     except FileNotFoundError:
         return None
     except InputError as exc:

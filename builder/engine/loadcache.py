@@ -18,6 +18,7 @@ from builder.data.load import PageEntry, SiteLoader, read_content
 from builder.engine.inputs import digest_bytes
 from builder.engine.memo import Memo
 from builder.errors import Problem, Problems
+from builder.files import InputError
 
 if TYPE_CHECKING:
     import duckdb
@@ -217,7 +218,7 @@ def load_rows(
     digests = [
         digest
         if source.data is None and (digest := known.get(source.rel)) is not None
-        else digest_bytes(source.read())
+        else _digest_row_file(source)
         for source in files
     ]
     for index, source in enumerate(files):
@@ -321,3 +322,12 @@ def load_rows(
 def _previous(cache: RowCache, run: list[int]) -> pa.Table:
     assert cache.typed is not None
     return cache.typed.slice(run[0], run[1] - run[0])
+
+
+def _digest_row_file(source: RowFile) -> bytes:
+    """The file's digest; for one that cannot be read (too big), a digest of why, so its parse runs
+    and reports it."""
+    try:
+        return digest_bytes(source.read())
+    except InputError as exc:
+        return digest_bytes(b"\0refused\0" + exc.message.encode())

@@ -10,6 +10,7 @@ and closed (by finding id), headline figures that changed, and pages added, remo
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -327,11 +328,23 @@ _ROW_COLUMNS = (
 )
 _INDEX = {name: i for i, name in enumerate(ROW_FIELDS)}
 _MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"})
+_NOTIFIES = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)?|#[0-9]+|(?i:gh)-[0-9]+")
+"""What GitHub turns into a notification or a cross-reference in a comment: ``@user``, ``@org/team``,
+``#123``, ``GH-123``. Escaping does not stop it (GitHub finds them in the rendered text); a code
+span does. Each alternative is a run of one class after a fixed start: linear in the text."""
 
 
 def md(text: Any) -> str:
-    """Contributor text made inert in a markdown table cell (no links, images, HTML or cell breaks)."""
-    return " ".join(str(text).split()).translate(_MD_SPECIAL)
+    """Contributor text made inert in markdown, a table cell included: no links, images, HTML or cell
+    breaks, and ``@mentions`` and ``#123`` references in code spans, so nobody is notified and no
+    issue is cross-referenced."""
+    flat = " ".join(str(text).split())
+    out, last = [], 0
+    for match in _NOTIFIES.finditer(flat):
+        out += [flat[last : match.start()].translate(_MD_SPECIAL), f"`{match.group()}`"]
+        last = match.end()
+    out.append(flat[last:].translate(_MD_SPECIAL))
+    return "".join(out)
 
 
 def _number(value: float) -> str:

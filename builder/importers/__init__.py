@@ -170,6 +170,18 @@ def load_json_lines(
     return out
 
 
+def option_on_command_line(text: str, program: re.Pattern[str], option: re.Pattern[str]) -> str | None:
+    """The ``value`` group of the first ``option`` after ``program`` on one line of ``text``, or None.
+
+    Line by line, from the program's first mention: a pattern like ``program.*?option`` searched
+    over the text starts again at every mention, quadratic on a line of many."""
+    for line in text.split("\n"):
+        found = program.search(line)
+        if found is not None and (match := option.search(line, found.end())) is not None:
+            return match["value"]
+    return None
+
+
 def harness(tool: str, version: str | None) -> str:
     """``<tool> <version>``, the one way every format writes the harness (the tool alone when no version)."""
     version = (version or "").strip()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from builder.errors import Problems
-from builder.importers import Measurement, decode, harness
+from builder.importers import Measurement, decode, harness, option_on_command_line
 
 _TEST_RE = re.compile(
     r"^(?P<ctx>ctx_)?(?P<kind>pp|tg)(?P<n>\d+)?(?:\s*@\s*d(?P<depth>\d+))?(?:\s*\(c(?P<conc>\d+)\))?$"
@@ -31,7 +31,8 @@ _SD_SPLIT = re.compile(r"\s*(?:±|\+/-|\+-)\s*")
 _DELIMITER_RE = re.compile(r"^:?-+:?$")
 _BUILD_RE = re.compile(r"llama-benchy \((?P<version>[^)]*)\)")
 _FOOTER_DATE_RE = re.compile(r"^date:\s*(?P<date>\d{4}-\d{2}-\d{2})(?:[ T](?P<time>\d{2}:\d{2}))?")
-_RUNS_RE = re.compile(r"llama-benchy\b.*?--runs[ =](?P<runs>\d+)")
+_PROGRAM_RE = re.compile(r"llama-benchy\b")
+_RUNS_RE = re.compile(r"--runs[ =](?P<value>\d+)")
 CSV_HEADER = "model,test_name,t_s_mean,t_s_std"
 
 
@@ -128,10 +129,8 @@ def read_table(display: str, data: bytes, problems: Problems) -> list[Measuremen
             if m["time"]:
                 meta["time"] = m["time"]
             break
-    runs = _RUNS_RE.search(text)
-    context = _Context(
-        harness("llama-benchy", build["version"] if build else None), meta, runs["runs"] if runs else None
-    )
+    runs = option_on_command_line(text, _PROGRAM_RE, _RUNS_RE)
+    context = _Context(harness("llama-benchy", build["version"] if build else None), meta, runs)
     out: list[Measurement] = []
     for header_line, header, rows in tables:
         out.extend(_read_rows(display, header_line, header, rows, context, "table", problems))

@@ -30,6 +30,7 @@ from builder.importers import (
     load_json,
     load_json_lines,
     number_text,
+    option_on_command_line,
     table_headers,
 )
 
@@ -40,7 +41,8 @@ _TEST_RE = re.compile(
 _CELL_RE = re.compile(r"^(?P<mean>\d+(?:\.\d+)?)(?:\s*±\s*(?P<sd>\d+(?:\.\d+)?))?$")
 _DELIMITER_RE = re.compile(r"^:?-+:?$")
 _BUILD_RE = re.compile(r"^build: (?P<commit>[0-9a-f]+) \((?P<number>\d+)\)\s*$", re.MULTILINE)
-_REPS_RE = re.compile(r"llama-bench\b.*?(?:-r|--repetitions)[ =](?P<reps>\d+)")
+_PROGRAM_RE = re.compile(r"llama-bench\b")
+_REPS_RE = re.compile(r"(?:-r|--repetitions)[ =](?P<value>\d+)")
 # JSON keys that are results or the test's shape, not its settings
 _NOT_SETTINGS = {"n_prompt", "n_gen", "n_depth", "test_time"}
 _RESULT_PREFIXES = ("avg_", "stddev_", "samples_")
@@ -170,7 +172,7 @@ def _read_markdown(display: str, data: bytes, problems: Problems) -> list[Measur
     meta: dict[str, str] = {}
     if build := _BUILD_RE.search(text):
         meta["engine_version"], meta["engine_build"] = f"b{build['number']}", build["commit"]
-    reps = _REPS_RE.search(text)
+    reps = option_on_command_line(text, _PROGRAM_RE, _REPS_RE)
     tests: list[_Test] = []
     found = False
     i = 0
@@ -220,7 +222,7 @@ def _read_markdown(display: str, data: bytes, problems: Problems) -> list[Measur
                     settings,
                     cell["mean"],
                     cell["sd"],
-                    reps["reps"] if reps and cell["sd"] is not None else None,
+                    reps if reps and cell["sd"] is not None else None,
                     dict(meta),
                     cells[header.index("model")] if "model" in header else "",
                 )

@@ -22,7 +22,9 @@ from builder.importers.serving import Result, measurement
 HEADER_RE = re.compile(r"^(?P<prefix>\s*(?:[#>] ?)?)=+ ?Serving Benchmark Result ?=+\s*$")
 _END_RE = re.compile(r"^\s*=+\s*$")
 _RULE_RE = re.compile(r"^\s*-{3,}.*-{3,}\s*$")
-_LINE_RE = re.compile(r"^\s*(?P<label>[^:]+?):\s*(?P<value>\S(?:.*\S)?)?\s*$")
+# The label starts with a non-blank: a leading run of blanks then has one reading, not one per split
+# (quadratic on a long line of blanks).
+_LINE_RE = re.compile(r"^\s*(?P<label>[^:\s][^:]*?):\s*(?P<value>\S(?:.*\S)?)?\s*$")
 _COMMAND_RE = re.compile(r"(benchmark_serving\.py|bench serve|bench_serving)")
 _NAMESPACE_RE = re.compile(r"Namespace\((?P<body>.*)\)")
 _NAMESPACE_ITEM = re.compile(r"(?:^|, )(?P<key>\w+)=(?P<value>'[^']*'|[^,]*)")

@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.analysis.reconcile import Reconciliation, RowStatus
-from builder.content.flags import serve_command
 from builder.content.markdown import Markdown, figures_digest
 from builder.content.models import ROW_SCHEMA, Row
+from builder.content.shell import shell_command
 from builder.data.load import Site
 from builder.site import deps
 from builder.site.arrowjson import json_array_pieces, json_values
@@ -43,7 +43,7 @@ from builder.site.deps import Batch, Files, Unit
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
-from builder.site.views import ROW_COLUMNS, case_studies_by_recipe
+from builder.site.views import ROW_COLUMNS, case_studies_by_recipe, recipe_command
 
 API_VERSION = 1
 """Bumped when a field of the JSON API changes meaning or disappears (additions keep it)."""
@@ -253,7 +253,7 @@ def recipe_document(
         "url": f"{base}recipes/{slug}/",
         "meta": meta.model_dump(mode="json"),
         "hardware_name": site.hardware_name(meta.hardware),
-        "serve_command": serve_command(meta.checkpoint, meta.flags, meta.env, meta.engine),
+        "serve_command": recipe_command(recipe),
         "faq": [
             {
                 "question": q.question,
@@ -424,6 +424,13 @@ def column_docs() -> list[tuple[str, str, str]]:
     return out
 
 
+TOP_TEN_QUERY = (
+    "SELECT recipe, prompt_tokens, concurrency, decode_tok_s\n"
+    "  FROM rows WHERE status = 'matches' ORDER BY decode_tok_s DESC LIMIT 10"
+)
+"""The query the API page shows running on the DuckDB file."""
+
+
 def render_api_page(ctx: RenderContext) -> bytes:
     import duckdb  # for its version only
 
@@ -439,6 +446,10 @@ def render_api_page(ctx: RenderContext) -> bytes:
             "duckdb": DUCKDB_FILE,
             "index": API_INDEX,
             "feed": NEWS_FEED,
+        },
+        commands={
+            "duckdb": shell_command([["duckdb", "recipes.duckdb", "-c", TOP_TEN_QUERY]]),
+            "index": shell_command([["curl", "-s", ctx.site.config.settings.base_url + API_INDEX]]),
         },
         recipe_api_path=recipe_api_path,
         api_version=API_VERSION,

@@ -122,7 +122,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         headline=headline(recipe, rows, ctx.recon, ctx.site.node_hardware()),
         params=key_parameters(recipe),
         command=recipe_command(recipe),
-        api=api_example(recipe),
+        api=api_example(recipe.meta),
         charts=recipe_charts(rows, statuses.__getitem__, ctx.node_hw, ctx.recon.findings_for(slug)),
         cases=ctx.cases_by_recipe.get(slug, []),
         hardware_name=ctx.site.hardware_name(recipe.meta.hardware),

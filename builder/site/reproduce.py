@@ -4,7 +4,8 @@
 downloads see them) and returns three shell commands: the server as the row ran it (its own engine,
 version, flags and environment, not the recipe's when they differ), the benchmark that measures the
 row's setting, and the ``python -m builder import`` line that turns the benchmark's output into a row
-file. Every value that comes from data is quoted with ``shlex.quote``; values shown in a comment go
+file. Each command is built as argument groups (:data:`Groups`, a line each) and printed by
+:func:`builder.content.shell.shell_command`, which quotes every word; values shown in a comment go
 through :func:`_comment`, so no cell can end a comment or a quote and become a command. What the row
 does not record is left out of the commands and said in ``notes``, never guessed.
 """
@@ -13,16 +14,23 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from builder.content.flags import FlagSyntaxError, parse_env
+from builder.content.flags import (
+    FlagSyntaxError,
+    engine_kind,
+    flag_groups,
+    is_hub_id,
+    parse_env,
+    serve_program,
+    split_args,
+)
 from builder.content.models import RecipeMeta
+from builder.content.shell import Verbatim, Word, shell_command
 
 if TYPE_CHECKING:
     from builder.data.load import Site
@@ -71,8 +79,8 @@ def _comment(text: str) -> str:
     return text
 
 
-def _q(value: Any) -> str:
-    return shlex.quote(str(value))
+Groups = list[list[Word]]
+"""A command as argument groups, a line each: its words in order."""
 
 
 def _number(value: float) -> str:
@@ -80,59 +88,6 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "inf"
     return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-_BLANK = " \t\r\n"
-_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|'[^']*'|"[^"\\]*")+""")
-_PIECE = re.compile(r"([^ \t\r\n'\"\\]+)|'([^']*)'|\"([^\"\\]*)\"")
-
-
-def _words(text: str) -> list[str] | None:
-    """Shell words of a flags or env string, as ``shlex.split`` gives them; ``None`` when it cannot
-    split them. Without a backslash, words are plain runs and quoted pieces, read with one regular
-    expression (``shlex`` reads a character at a time: a big table's worth of rows adds up)."""
-    if "\\" not in text:
-        words, pos = [], 0
-        for match in _WORD.finditer(text):
-            if text[pos : match.start()].strip(_BLANK):
-                break  # an unbalanced quote: shlex says what is wrong
-            words.append(
-                "".join(
-                    next(g for g in piece.groups() if g is not None)
-                    for piece in _PIECE.finditer(match.group(0))
-                )
-            )
-            pos = match.end()
-        else:
-            if not text[pos:].strip(_BLANK):
-                return words
-    try:
-        return shlex.split(text, comments=False, posix=True)
-    except ValueError:
-        return None
-
-
-def _flag_lines(words: list[str]) -> list[str]:
-    """One flag and its values per line, each word quoted."""
-    lines: list[list[str]] = []
-    for word in words:
-        starts = word.startswith("-") and word != "-" and not word.lstrip("-").replace(".", "").isdigit()
-        if starts or not lines:
-            lines.append([])
-        lines[-1].append(_q(word))
-    return [" ".join(line) for line in lines]
-
-
-def _is_hub_id(checkpoint: str) -> bool:
-    parts = checkpoint.split("/")
-    return len(parts) == 2 and all(p and " " not in p for p in parts)
-
-
-def _engine_kind(engine: str) -> str:
-    name = engine.lower().replace("_", "-").replace(" ", "")
-    if name in ("llama.cpp", "llamacpp", "llama-cpp", "llama-server"):
-        return "llama.cpp"
-    return name
 
 
 _TOOLS = tuple(sorted(IMPORT_FORMATS, key=len, reverse=True))
@@ -153,7 +108,7 @@ def _known_tool(harness: str) -> str | None:
 def _own_tool(engine: str) -> str:
     """The engine's own benchmark (vLLM's for an engine the site knows no benchmark of)."""
     return {"vllm": "vllm bench serve", "sglang": "sglang bench_serving", "llama.cpp": "llama-bench"}.get(
-        _engine_kind(engine), "vllm bench serve"
+        engine_kind(engine), "vllm bench serve"
     )
 
 
@@ -184,24 +139,16 @@ def _serve(meta: RecipeMeta, row: Mapping[str, Any], engine: str, notes: list[st
         except FlagSyntaxError:
             env = None
             notes.append(f"The row's environment cannot be read as NAME=value words: {env_text}")
-    lines = [head]
-    lines += [f"{name}={_q(value)} \\" for name, value in sorted((env or {}).items())]
-    checkpoint = meta.checkpoint if _is_hub_id(meta.checkpoint) else "<repository id not recorded>"
+    checkpoint = meta.checkpoint if is_hub_id(meta.checkpoint) else "<repository id not recorded>"
     if checkpoint != meta.checkpoint:
         notes.append(f"The recipe gives no repository id for its checkpoint ({meta.checkpoint}).")
-    kind = _engine_kind(engine)
-    program = {
-        "vllm": "vllm serve",
-        "sglang": "python -m sglang.launch_server --model-path",
-        "llama.cpp": "llama-server -hf",
-    }.get(kind, f"{_q(engine)} serve")
-    words = _words(flags)
-    if words is None:
+    try:
+        words: Sequence[str] = split_args(flags)
+    except FlagSyntaxError:
         notes.append(f"The serve flags cannot be split into shell words: {flags}")
         words = []
-    command = [f"{program} {_q(checkpoint)}", *_flag_lines(words)]
-    lines.append(" \\\n  ".join(command))
-    return "\n".join(lines)
+    groups: Groups = [[*serve_program(engine), checkpoint], *flag_groups(words)]
+    return head + "\n" + shell_command(groups, env)
 
 
 _PORTS = {"vllm": 8000, "sglang": 30000, "llama.cpp": 8080}
@@ -261,31 +208,31 @@ def _lengths_and_depth(s: _Setting, tool: str, notes: list[str]) -> None:
         )
 
 
-def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
+def _load_options(s: _Setting, tool: str, notes: list[str]) -> Groups:
     """The options that set the load: prompt and output lengths, concurrency, rate (vLLM and SGLang)."""
-    out = []
+    out: Groups = []
     if s.prompt is not None:
-        out.append(f"--random-input-len {s.prompt}")
+        out.append(["--random-input-len", str(s.prompt)])
     if s.output is not None:
-        out.append(f"--random-output-len {s.output}")
+        out.append(["--random-output-len", str(s.output)])
     _lengths_and_depth(s, tool, notes)
     if s.concurrency is not None:
-        out.append(f"--max-concurrency {s.concurrency}")
+        out.append(["--max-concurrency", str(s.concurrency)])
     if s.rate is not None:
-        out.append(f"--request-rate {_number(s.rate)}")
+        out.append(["--request-rate", _number(s.rate)])
         if s.burstiness is not None:
-            out.append(f"--burstiness {_number(s.burstiness)}")
+            out.append(["--burstiness", _number(s.burstiness)])
     return out
 
 
 def _harness(
     meta: RecipeMeta, slug: str, row: Mapping[str, Any], tool: str, s: _Setting, notes: list[str]
-) -> tuple[str, str]:
+) -> tuple[Groups, str]:
     """The benchmark command and the file it writes."""
-    model = _q(meta.checkpoint)
-    served = f" --served-model-name {_q(meta.served_model)}" if meta.served_model else ""
+    model = meta.checkpoint
+    served = ["--served-model-name", meta.served_model] if meta.served_model else []
     stem = s.stem(slug)
-    port = _PORTS.get(_engine_kind(str(row.get("engine") or meta.engine)), 8000)
+    port = _PORTS.get(engine_kind(str(row.get("engine") or meta.engine)), 8000)
     if tool == "vllm bench serve":
         out = f"{stem}.json"
         metadata = [f"node={row['node']}"]
@@ -294,39 +241,46 @@ def _harness(
             metadata.append(f"engine_version={version}")
         if row.get("engine_build"):
             metadata.append(f"engine_build={row['engine_build']}")
-        lines = [
-            f"vllm bench serve --model {model}{served}" + (f" --port {port}" if port != 8000 else ""),
-            "--dataset-name random --ignore-eos",
+        return [
+            [
+                "vllm",
+                "bench",
+                "serve",
+                "--model",
+                model,
+                *served,
+                *(["--port", str(port)] if port != 8000 else []),
+            ],
+            ["--dataset-name", "random", "--ignore-eos"],
             *_load_options(s, tool, notes),
-            f"--save-result --result-filename {_q(out)}",
-            "--metadata " + " ".join(_q(item) for item in metadata),
-        ]
-        return " \\\n  ".join(lines), out
+            ["--save-result", "--result-filename", out],
+            ["--metadata", *metadata],
+        ], out
     if tool == "sglang bench_serving":
         out = f"{stem}.jsonl"
-        lines = [
-            "python -m sglang.bench_serving --backend sglang" + (f" --port {port}" if port != 30000 else ""),
-            f"--model {model}",
-            "--dataset-name random --random-range-ratio 1",
+        return [
+            ["python", "-m", "sglang.bench_serving", "--backend", "sglang"]
+            + (["--port", str(port)] if port != 30000 else []),
+            ["--model", model],
+            ["--dataset-name", "random", "--random-range-ratio", "1"],
             *_load_options(s, tool, notes),
-            f"--output-file {_q(out)}",
-        ]
-        return " \\\n  ".join(lines), out
+            ["--output-file", out],
+        ], out
     if tool == "llama-bench":
         out = f"{stem}.json"
-        lines = [f"llama-bench -m {_q('<the GGUF file of ' + meta.checkpoint + '>')}"]
+        lines: Groups = [["llama-bench", "-m", f"<the GGUF file of {meta.checkpoint}>"]]
         if s.prompt is not None:
-            lines.append(f"-p {s.prompt}")
+            lines.append(["-p", str(s.prompt)])
         if s.output is not None:
-            lines.append(f"-n {s.output}")
+            lines.append(["-n", str(s.output)])
         if s.context:
-            lines.append(f"-d {s.context}")
+            lines.append(["-d", str(s.context)])
         if s.repetitions:
-            lines.append(f"-r {s.repetitions}")
+            lines.append(["-r", str(s.repetitions)])
         if (s.concurrency or 1) > 1 or s.rate is not None:
             notes.append("llama-bench runs one stream: it cannot measure the row's concurrency or rate.")
-        lines.append(f"-o json > {_q(out)}")
-        return " \\\n  ".join(lines), out
+        lines.append(["-o", "json", Verbatim(">"), out])
+        return lines, out
     if tool == "guidellm":
         return _guidellm(meta, s, stem, port, notes)
     if tool == "aiperf":
@@ -335,105 +289,110 @@ def _harness(
         return _aiperf(meta, s, stem, port, notes)
     # llama-benchy
     out = f"{stem}.json"
-    lines = [f"llama-benchy --base-url http://127.0.0.1:{port}/v1 --model {model}{served}"]
+    lines = [["llama-benchy", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", model, *served]]
     if s.prompt is not None:
-        lines.append(f"--pp {s.prompt}")
+        lines.append(["--pp", str(s.prompt)])
     else:
         notes.append("The row does not record its prompt length: llama-benchy uses its default.")
     if s.output is not None:
-        lines.append(f"--tg {s.output}")
+        lines.append(["--tg", str(s.output)])
     else:
         notes.append("The row does not record its output length: llama-benchy uses its default.")
-    lines.append(f"--depth {s.context}")
-    lines.append(f"--concurrency {s.concurrency or 1}")
+    lines.append(["--depth", str(s.context)])
+    lines.append(["--concurrency", str(s.concurrency or 1)])
     if s.repetitions:
-        lines.append(f"--runs {s.repetitions}")
+        lines.append(["--runs", str(s.repetitions)])
     if s.rate is not None:
         notes.append("llama-benchy runs closed-loop: it cannot set the row's request rate.")
-    lines.append(f"--format json --save-result {_q(out)}")
-    return " \\\n  ".join(lines), out
+    lines.append(["--format", "json", "--save-result", out])
+    return lines, out
 
 
-def _guidellm(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[str, str]:
+def _guidellm(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[Groups, str]:
     """``guidellm benchmark`` (its CLI from 0.3 to 0.6) at the row's setting, writing its JSON report."""
     out = f"{stem}.json"
-    lines = [f"guidellm benchmark --target http://127.0.0.1:{port}"]
-    lines.append(f"--model {_q(meta.served_model or meta.checkpoint)}")
+    lines: Groups = [["guidellm", "benchmark", "--target", f"http://127.0.0.1:{port}"]]
+    lines.append(["--model", meta.served_model or meta.checkpoint])
     if meta.served_model:
-        lines.append(f"--processor {_q(meta.checkpoint)}")
+        lines.append(["--processor", meta.checkpoint])
     if s.rate is not None and not (math.isinf(s.rate) and s.concurrency):
         if math.isinf(s.rate):
-            lines.append("--rate-type throughput")
+            lines.append(["--rate-type", "throughput"])
         else:
             # Poisson arrivals are burstiness 1; guidellm's other open-loop rate is evenly spaced
             kind = "poisson" if s.burstiness == 1 else "constant"
-            lines.append(f"--rate-type {kind} --rate {_number(s.rate)}")
+            lines.append(["--rate-type", kind, "--rate", _number(s.rate)])
         if s.concurrency:
             notes.append(
                 "guidellm cannot cap the concurrency of a run at a rate: the command sets the rate only."
             )
     else:
-        lines.append(f"--rate-type concurrent --rate {s.concurrency or 1}")
+        lines.append(["--rate-type", "concurrent", "--rate", str(s.concurrency or 1)])
     data = [f"prompt_tokens={s.prompt}"] if s.prompt is not None else []
     data += [f"output_tokens={s.output}"] if s.output is not None else []
     if data:
-        lines.append(f"--data {_q(','.join(data))}")
+        lines.append(["--data", ",".join(data)])
     _lengths_and_depth(s, "guidellm", notes)
-    lines.append(f"--max-seconds {_SECONDS}")
-    lines.append(f"--output-path {_q(out)}")
-    return " \\\n  ".join(lines), out
+    lines.append(["--max-seconds", str(_SECONDS)])
+    lines.append(["--output-path", out])
+    return lines, out
 
 
-def _aiperf(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[str, str]:
+def _aiperf(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[Groups, str]:
     """``aiperf profile`` at the row's setting; it writes ``profile_export_aiperf.json`` into its
     artifact folder."""
-    lines = [f"aiperf profile --model {_q(meta.served_model or meta.checkpoint)}"]
+    lines: Groups = [["aiperf", "profile", "--model", meta.served_model or meta.checkpoint]]
     if meta.served_model:
-        lines.append(f"--tokenizer {_q(meta.checkpoint)}")
-    lines.append(f"--url 127.0.0.1:{port} --endpoint-type chat --streaming")
+        lines.append(["--tokenizer", meta.checkpoint])
+    lines.append(["--url", f"127.0.0.1:{port}", "--endpoint-type", "chat", "--streaming"])
     if s.prompt is not None:
-        lines.append(f"--synthetic-input-tokens-mean {s.prompt} --synthetic-input-tokens-stddev 0")
+        lines.append(["--synthetic-input-tokens-mean", str(s.prompt), "--synthetic-input-tokens-stddev", "0"])
     if s.output is not None:
         # without ignore_eos a request may stop before its output length
         lines.append(
-            f"--output-tokens-mean {s.output} --output-tokens-stddev 0 --extra-inputs ignore_eos:true"
+            ["--output-tokens-mean", str(s.output), "--output-tokens-stddev", "0"]
+            + ["--extra-inputs", "ignore_eos:true"]
         )
     _lengths_and_depth(s, "aiperf", notes)
     if s.concurrency:
-        lines.append(f"--concurrency {s.concurrency}")
+        lines.append(["--concurrency", str(s.concurrency)])
     if s.rate is not None and not math.isinf(s.rate):
-        lines.append(f"--request-rate {_number(s.rate)}")
+        lines.append(["--request-rate", _number(s.rate)])
         if s.burstiness is not None and s.burstiness != 1:
             notes.append("aiperf sends at a constant or Poisson rate: it cannot set the row's burstiness.")
     elif s.rate is not None and not s.concurrency:
         notes.append("aiperf cannot send every request at once: set --request-rate or --concurrency.")
-    lines.append(f"--benchmark-duration {_SECONDS}")
-    lines.append(f"--artifact-dir {_q(stem)}")
-    return " \\\n  ".join(lines), f"{stem}/profile_export_aiperf.json"
+    lines.append(["--benchmark-duration", str(_SECONDS)])
+    lines.append(["--artifact-dir", stem])
+    return lines, f"{stem}/profile_export_aiperf.json"
 
 
-def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> str:
+TODAY = Verbatim('"$(date -u +%F)"')
+"""The day the import runs, as the shell gives it (SGLang's output records no date)."""
+
+
+def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> Groups:
     fmt = IMPORT_FORMATS[tool]
-    words = [
-        f"python -m builder import --from {fmt} {_q(out)}",
-        f"--recipe {_q(slug)}",
-        f"--node {_q(row['node'])}",
+    words: Groups = [
+        ["python", "-m", "builder", "import", "--from", fmt, out],
+        ["--recipe", slug],
+        ["--node", str(row["node"])],
     ]
-    if fmt == "sglang":  # its output records no date: the day the import runs
-        words.append('--date "$(date -u +%F)"')
+    if fmt == "sglang":
+        words.append(["--date", TODAY])
     version = row.get("engine_version")
     if fmt != "vllm-bench":  # vllm bench serve records them through --metadata
         if version and version != "unknown":
-            words.append(f"--engine-version {_q(version)}")
+            words.append(["--engine-version", str(version)])
         if row.get("engine_build"):
-            words.append(f"--engine-build {_q(row['engine_build'])}")
+            words.append(["--engine-build", str(row["engine_build"])])
     if row.get("flags") is not None:
-        words.append(f"--flags {_q(row['flags'])}")
+        words.append(["--flags", row["flags"]])
     if row.get("env") is not None:
-        words.append(f"--env {_q(row['env'])}")
+        words.append(["--env", row["env"]])
     if not version or version == "unknown":
         notes.append("Pass the engine version you run to import with --engine-version V.")
-    return " \\\n  ".join(words)
+    return words
 
 
 SERVE_FIELDS: tuple[str, ...] = ("engine", "engine_version", "engine_build", "flags", "env")
@@ -452,19 +411,17 @@ def runnable_command(meta: RecipeMeta, row: Mapping[str, Any]) -> str | None:
     checkpoint is a repository id and the command has flags (the row's, or the recipe's when the row
     leaves them unrecorded) that split into shell words, and an environment that reads as
     ``NAME=value`` words. ``None`` otherwise: the chooser never offers such a result as its answer."""
-    if not _is_hub_id(meta.checkpoint):
+    if not is_hub_id(meta.checkpoint):
         return None
     flags = row.get("flags")
     if flags is None and not meta.flags.strip():
         return None  # neither the row nor the recipe records serve flags
-    if _words(meta.flags if flags is None else flags) is None:
+    try:
+        split_args(meta.flags if flags is None else flags)
+        if row.get("env") is not None:
+            parse_env(row["env"])
+    except FlagSyntaxError:
         return None
-    env = row.get("env")
-    if env is not None:
-        try:
-            parse_env(env)
-        except FlagSyntaxError:
-            return None
     return serve_command(meta, row)[0]
 
 
@@ -485,7 +442,7 @@ def benchmark_commands(
         )
     harness, out = _harness(meta, slug, row, tool, _setting(row), notes)
     import_line = _import_line(slug, row, tool, out, notes)
-    return tool, harness, import_line, tuple(notes)
+    return tool, shell_command(harness), shell_command(import_line), tuple(notes)
 
 
 def combine(serve: tuple[str, tuple[str, ...]], bench: tuple[str, str, str, tuple[str, ...]]) -> Reproduction:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -15,9 +16,10 @@ import pyarrow.compute as pc
 
 from builder.analysis.findings import load_text
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
-from builder.content.flags import FlagSyntaxError, parse_flags, serve_command
+from builder.content.flags import FlagSyntaxError, is_hub_id, parse_flags, serve_command
 from builder.content.markdown import slugify
-from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS
+from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS, RecipeMeta
+from builder.content.shell import shell_command
 from builder.data.load import CaseStudy, Recipe, Site
 from builder.site.figures import Cell, pick_cell, setting_of
 from builder.site.figures import Setting as FigureSetting
@@ -284,33 +286,35 @@ def key_parameters(recipe: Recipe) -> list[dict[str, str]]:
     return out
 
 
-def is_hub_id(checkpoint: str) -> bool:
-    parts = checkpoint.split("/")
-    return len(parts) == 2 and all(p and " " not in p for p in parts)
+API_PROMPT = "Explain speculative decoding in two sentences."
+"""The question the page's API example asks."""
 
 
-def api_example(recipe: Recipe) -> str | None:
-    model = recipe.meta.served_model or (
-        recipe.meta.checkpoint if is_hub_id(recipe.meta.checkpoint) else None
-    )
+def api_example(meta: RecipeMeta) -> str | None:
+    """The ``curl`` request to the served model; its JSON body is one quoted argument."""
+    model = meta.served_model or (meta.checkpoint if is_hub_id(meta.checkpoint) else None)
     if model is None:
         return None
-    body = (
-        '{"model":"' + model + '",\n'
-        '       "messages":[{"role":"user","content":"Explain speculative decoding in two sentences."}],\n'
-        '       "max_tokens":256,"temperature":0}'
-    )
-    return (
-        "curl -s http://127.0.0.1:8000/v1/chat/completions \\\n"
-        "  -H 'Content-Type: application/json' \\\n"
-        f"  -d '{body}'"
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": API_PROMPT}],
+        "max_tokens": 256,
+        "temperature": 0,
+    }
+    return shell_command(
+        [
+            ["curl", "-s", "http://127.0.0.1:8000/v1/chat/completions"],
+            ["-H", "Content-Type: application/json"],
+            ["-d", json.dumps(body, ensure_ascii=False, separators=(",", ":"))],
+        ]
     )
 
 
 def recipe_command(recipe: Recipe) -> str:
+    """The serve command of the recipe page and of its API document."""
     meta = recipe.meta
     model = meta.checkpoint if is_hub_id(meta.checkpoint) else "<repository id not recorded>"
-    return serve_command(model, meta.flags, meta.env, meta.engine)
+    return serve_command(model, recipe.flag_args, meta.env, meta.engine)
 
 
 def case_studies_by_recipe(site: Site) -> dict[str, list[tuple[CaseStudy, str]]]:

@@ -7,7 +7,15 @@ import shlex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.content.flags import _DECIMAL, FlagSyntaxError, flag_map, parse_env, parse_flags, serve_command
+from builder.content.flags import (
+    _DECIMAL,
+    FlagSyntaxError,
+    flag_map,
+    parse_env,
+    parse_flags,
+    serve_command,
+    split_args,
+)
 from tests.conftest import examples
 
 # No deadline: the examples are deterministic, and a loaded machine would turn slowness into failures.
@@ -30,7 +38,7 @@ def test_any_text_parses_or_raises_a_flag_syntax_error(text: str) -> None:
         return
     assert all(flag.name.startswith("-") for flag in flags)
     flag_map(text)  # the same input never fails one way and not the other
-    assert serve_command("org/model", text, {}, "vllm")
+    assert serve_command("org/model", list(split_args(text)), {}, "vllm")
 
 
 plain_values = values.filter(lambda v: v.lower() not in ("true", "false") and not _DECIMAL.fullmatch(v))

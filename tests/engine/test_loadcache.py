@@ -68,10 +68,10 @@ def test_with_the_scan_s_hashes_only_changed_content_files_are_read(
 
     real = load.read_regular
 
-    def spy(path: str | Path) -> bytes:
+    def spy(path: str | Path, limit: int | None = None) -> bytes:
         if "content" in Path(path).parts:
             read.append(Path(path).relative_to(root).as_posix())
-        return real(path)
+        return real(path, limit)
 
     monkeypatch.setattr(load, "read_regular", spy)
     again = load_site(config, Problems(), loader=cache)

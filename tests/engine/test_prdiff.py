@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 from pathlib import Path
 
@@ -189,3 +190,33 @@ def test_markdown_escaping_keeps_contributor_text_inert() -> None:
     assert md("a|b <img src=x> [link](javascript:x) `code`\nnext") == (
         "a\\|b \\<img src=x\\> \\[link\\](javascript:x) \\`code\\` next"
     )
+
+
+def _outside_code(text: str) -> str:
+    return re.sub(r"`[^`]*`", "", text)
+
+
+def test_mentions_and_references_are_put_in_code_spans() -> None:
+    text = md("ping @octocat and @my-org/core-team: fixes #123, gh-7 and GH-8 (mail a@b.org)")
+    assert text == (
+        "ping `@octocat` and `@my-org/core-team`: fixes `#123`, `gh-7` and `GH-8` (mail a`@b`.org)"
+    )
+    assert not re.search(r"@\w|#\d|gh-\d", _outside_code(text), re.I)
+
+
+def test_the_summary_notifies_nobody(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    recipe = repo / "content/recipes/tiny.md"
+    recipe.write_text(
+        recipe.read_text().replace(
+            "title: Tiny model on a test GPU", 'title: "Tiny @octocat/team fixes #12 GH-3"'
+        )
+    )
+    (repo / "data/rows/tiny/2026-01-09-node-a.csv").write_text(
+        HEADER + _row("2026-01-09", 512, 30.25) + _row("2026-01-09", 512, 30.5)
+    )
+    commit(repo, "PR: a title that pings")
+    assert main(["diff", "--root", str(repo), "--base", base]) == 0
+    text = capsys.readouterr().out
+    assert "| Tiny `@octocat/team` fixes `#12` `GH-3` | prompt 512" in text
+    assert not re.search(r"@\w|#\d|gh-\d", _outside_code(text), re.I)

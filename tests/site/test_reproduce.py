@@ -7,13 +7,10 @@ import shlex
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from builder.content.models import ROW_FIELDS, RecipeMeta
 from builder.site import reproduce as reproduce_module
 from builder.site.reproduce import Reproduction, reproduce
-from tests.conftest import examples
 
 META = RecipeMeta.model_validate(
     {
@@ -284,13 +281,3 @@ def test_text_is_the_three_commands_with_notes_as_comments() -> None:
         "# a note\\nwith a newline\n# 1. serve\nserve\n# 2. benchmark\nbench\n"
         "# 3. import the result as a row file\nimport\n"
     )
-
-
-@settings(max_examples=examples(500), deadline=None)
-@given(st.text(alphabet=" \t\n'\"\\ab=-{}#$", max_size=24))
-def test_flag_strings_split_as_shlex_splits_them(text: str) -> None:
-    try:
-        expected: list[str] | None = shlex.split(text, comments=False, posix=True)
-    except ValueError:
-        expected = None
-    assert reproduce_module._words(text) == expected
