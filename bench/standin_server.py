@@ -1,7 +1,9 @@
 """A stand-in OpenAI-compatible server whose speed is set, for running benchmark harnesses against.
 
 It serves ``POST /v1/chat/completions`` and ``POST /v1/completions`` (streamed as server-sent events when
-``"stream": true``, else one JSON answer), ``GET /v1/models`` and ``GET /health``. Every request gets
+``"stream": true``, else one JSON answer), ``GET /v1/models``, ``GET /health`` and ``GET /corpus.txt``
+(words ``w0`` … of bench/harness/make_tokenizer.py's vocabulary, for a harness that wants a book to cut
+prompts from). Every request gets
 exactly ``max_tokens`` (or ``max_completion_tokens``) output tokens, default 16; each token is one word
 (`` tok``), so a whitespace tokenizer counts what a harness reads. Timing, per request and independent
 of the others (no batching, no queue):
@@ -32,6 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 TOKEN = " tok"
+CORPUS_WORDS = 50_000
+VOCAB_WORDS = 4094
+"""The ``w<i>`` words of the stand-in tokenizer's vocabulary (bench/harness/make_tokenizer.py)."""
+
+
+def corpus() -> bytes:
+    """A fixed text of vocabulary words, in lines of 16 (a linear congruential order, no randomness)."""
+    words = [f"w{(i * 7919 + 13) % VOCAB_WORDS}" for i in range(CORPUS_WORDS)]
+    return "\n".join(" ".join(words[i : i + 16]) for i in range(0, len(words), 16)).encode() + b"\n"
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class Speed:
     """Added to the time to first token per prompt token, ms."""
     model: str = "standin"
     """The model id it answers to (any is accepted; this one is listed)."""
+    fail_every: int = 0
+    """Answer every n-th generation request with HTTP 500 (0: none), to record failed requests."""
 
     def ttft_s(self, prompt_tokens: int) -> float:
         return (self.ttft_ms + self.ttft_ms_per_prompt_token * prompt_tokens) / 1000
@@ -174,7 +187,8 @@ async def _generate(http: _Http, path: str, body: dict[str, Any], speed: Speed) 
     async def event(obj: Any) -> None:
         await http.chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
-    if chat:  # the role comes first, with no content, as OpenAI's API sends it
+    await until(speed.ttft_s(n_in))
+    if chat:  # the role comes with the first token, with no content, as vLLM sends it
         await event(
             {
                 "id": rid,
@@ -207,13 +221,22 @@ async def _generate(http: _Http, path: str, body: dict[str, Any], speed: Speed) 
     await http.chunk(b"")
 
 
+_served = 0
+
+
 async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, speed: Speed) -> None:
+    global _served
     http = _Http(reader, writer)
     try:
         while (request := await http.request()) is not None:
             method, path, _, raw = request
             if method == "GET" and path in ("/health", "/v1/health", "/ping"):
                 await http.whole("200 OK", {"status": "ok"})
+            elif method == "GET" and path == "/corpus.txt":
+                text = corpus()
+                http.head("200 OK", "text/plain; charset=utf-8", False, len(text))
+                writer.write(text)
+                await writer.drain()
             elif method == "GET" and path == "/v1/models":
                 await http.whole(
                     "200 OK",
@@ -227,6 +250,10 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     await http.whole("400 Bad Request", {"error": {"message": "body is not JSON"}})
+                    continue
+                _served += 1
+                if speed.fail_every and _served % speed.fail_every == 0:
+                    await http.whole("500 Internal Server Error", {"error": {"message": "stand-in failure"}})
                     continue
                 await _generate(http, path, body if isinstance(body, dict) else {}, speed)
             else:
@@ -268,9 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ttft-ms", type=float, default=Speed.ttft_ms)
     parser.add_argument("--ttft-ms-per-prompt-token", type=float, default=Speed.ttft_ms_per_prompt_token)
     parser.add_argument("--model", default=Speed.model)
+    parser.add_argument("--fail-every", type=int, default=0, help="answer every n-th request with HTTP 500")
     parser.add_argument("--max-seconds", type=float, default=3600, help="stop by itself after this long")
     args = parser.parse_args(argv)
-    speed = Speed(args.tok_s, args.ttft_ms, args.ttft_ms_per_prompt_token, args.model)
+    speed = Speed(args.tok_s, args.ttft_ms, args.ttft_ms_per_prompt_token, args.model, args.fail_every)
     asyncio.run(serve(speed, args.host, args.port, args.max_seconds))
     return 0
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
+from packaging.version import InvalidVersion, Version
 
 from builder.content.flags import FlagSyntaxError, parse_env
 from builder.content.models import RecipeMeta
@@ -248,6 +249,27 @@ _SECONDS = 60
 """How long GuideLLM and AIPerf run at the setting (GuideLLM's documented example runs 60 s)."""
 
 
+def _num_prompts(s: _Setting) -> int:
+    """vLLM's and SGLang's ``--num-prompts`` (their default, 1000, runs for hours at a long output): ten
+    rounds of the concurrency, or about a minute of a finite rate; between 10 and 500."""
+    if s.rate is not None and not math.isinf(s.rate) and not s.concurrency:
+        return max(10, min(500, math.ceil(s.rate * _SECONDS)))
+    return max(10, min(500, 10 * (s.concurrency or 10)))
+
+
+GUIDELLM_RUN = Version("0.7")
+"""GuideLLM runs benchmarks with ``guidellm run`` and ``kind=`` options from this version on."""
+
+
+def _tool_version(row: Mapping[str, Any]) -> Version | None:
+    """The version the row's ``harness`` names (``guidellm 0.8.1``), when it names one."""
+    parts = str(row.get("harness") or "").split()
+    try:
+        return Version(parts[-1]) if len(parts) > 1 else None
+    except InvalidVersion:
+        return None
+
+
 def _lengths_and_depth(s: _Setting, tool: str, notes: list[str]) -> None:
     """Say what of the row's lengths and depth ``tool`` cannot be given."""
     if s.prompt is None:
@@ -298,6 +320,7 @@ def _harness(
             f"vllm bench serve --model {model}{served}" + (f" --port {port}" if port != 8000 else ""),
             "--dataset-name random --ignore-eos",
             *_load_options(s, tool, notes),
+            f"--num-prompts {_num_prompts(s)}",
             f"--save-result --result-filename {_q(out)}",
             "--metadata " + " ".join(_q(item) for item in metadata),
         ]
@@ -309,6 +332,7 @@ def _harness(
             f"--model {model}",
             "--dataset-name random --random-range-ratio 1",
             *_load_options(s, tool, notes),
+            f"--num-prompts {_num_prompts(s)}",
             f"--output-file {_q(out)}",
         ]
         return " \\\n  ".join(lines), out
@@ -328,7 +352,10 @@ def _harness(
         lines.append(f"-o json > {_q(out)}")
         return " \\\n  ".join(lines), out
     if tool == "guidellm":
-        return _guidellm(meta, s, stem, port, notes)
+        version = _tool_version(row)
+        if version is not None and version < GUIDELLM_RUN:
+            return _guidellm(meta, s, stem, port, notes)
+        return _guidellm_run(meta, s, stem, port, notes)
     if tool == "aiperf":
         if str(row.get("harness") or "").lower().startswith("genai-perf"):
             notes.append("The row was measured with genai-perf: the command runs its successor AIPerf.")
@@ -381,6 +408,34 @@ def _guidellm(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[s
     _lengths_and_depth(s, "guidellm", notes)
     lines.append(f"--max-seconds {_SECONDS}")
     lines.append(f"--output-path {_q(out)}")
+    return " \\\n  ".join(lines), out
+
+
+def _guidellm_run(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]) -> tuple[str, str]:
+    """``guidellm run`` (GuideLLM 0.7 on, and a row that names no version) at the row's setting."""
+    out = f"{stem}.json"
+    model = meta.served_model or meta.checkpoint
+    lines = [f"guidellm run --backend {_q(f'kind=openai_http,target=http://127.0.0.1:{port},model={model}')}"]
+    if meta.served_model:
+        lines.append(f"--tokenizer {_q(f'kind=huggingface_auto,model={meta.checkpoint}')}")
+    cap = f",max_concurrency={s.concurrency}" if s.concurrency else ""
+    if s.rate is not None and not (math.isinf(s.rate) and s.concurrency):
+        if math.isinf(s.rate):
+            profile = "kind=throughput"
+        else:
+            # Poisson arrivals are burstiness 1; guidellm's other open-loop rate is evenly spaced
+            kind = "poisson" if s.burstiness == 1 else "constant"
+            profile = f"kind={kind},rate={_number(s.rate)}{cap}"
+    else:
+        profile = f"kind=concurrent,streams={s.concurrency or 1}"
+    lines.append(f"--profile {_q(profile)}")
+    data = ["kind=synthetic_text"]
+    data += [f"prompt_tokens={s.prompt}"] if s.prompt is not None else []
+    data += [f"output_tokens={s.output}"] if s.output is not None else []
+    lines.append(f"--data {_q(','.join(data))}")
+    _lengths_and_depth(s, "guidellm", notes)
+    lines.append(f"--constraint kind=max_duration,seconds={_SECONDS}")
+    lines.append(f"--output {_q(f'kind=json,path={out}')}")
     return " \\\n  ".join(lines), out
 
 
