@@ -10,7 +10,8 @@ of the others (no batching, no queue):
 
 - the first token comes ``--ttft-ms`` + ``--ttft-ms-per-prompt-token`` × prompt tokens after the request
   (prompt tokens = the whitespace-separated words of the prompt or of the messages' text);
-- every later token ``1000 / --tok-s`` ms after the one before.
+- every later token ``1000 / --tok-s`` ms after the one before (counted from when the first token was
+  sent, so a first token the machine sent late shortens no gap after it).
 
 So a harness should measure TTFT = 50 + 0.1 × prompt tokens ms, ITL = TPOT = 25 ms and a per-stream
 decode of 40 tok/s with the defaults. ``usage`` is sent when asked (``stream_options.include_usage``)
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import signal
 import sys
@@ -188,6 +190,7 @@ async def _generate(http: _Http, path: str, body: dict[str, Any], speed: Speed) 
         await http.chunk(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
     await until(speed.ttft_s(n_in))
+    start = time.perf_counter()  # the tokens keep their pace from the first one, however late it was
     if chat:  # the role comes with the first token, with no content, as vLLM sends it
         await event(
             {
@@ -201,7 +204,7 @@ async def _generate(http: _Http, path: str, body: dict[str, Any], speed: Speed) 
             }
         )
     for i in range(n_out):
-        await until(speed.ttft_s(n_in) + i * speed.itl_s)
+        await until(i * speed.itl_s)
         finish = "length" if i == n_out - 1 else None
         await event(
             {
@@ -221,11 +224,9 @@ async def _generate(http: _Http, path: str, body: dict[str, Any], speed: Speed) 
     await http.chunk(b"")
 
 
-_served = 0
-
-
-async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, speed: Speed) -> None:
-    global _served
+async def _serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, speed: Speed, served: itertools.count[int]
+) -> None:
     http = _Http(reader, writer)
     try:
         while (request := await http.request()) is not None:
@@ -251,8 +252,7 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
                 except ValueError:
                     await http.whole("400 Bad Request", {"error": {"message": "body is not JSON"}})
                     continue
-                _served += 1
-                if speed.fail_every and _served % speed.fail_every == 0:
+                if speed.fail_every and next(served) % speed.fail_every == 0:
                     await http.whole("500 Internal Server Error", {"error": {"message": "stand-in failure"}})
                     continue
                 await _generate(http, path, body if isinstance(body, dict) else {}, speed)
@@ -265,12 +265,21 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
 
 
 async def serve(
-    speed: Speed, host: str, port: int, max_seconds: float, ready: asyncio.Event | None = None
+    speed: Speed,
+    host: str,
+    port: int,
+    max_seconds: float,
+    ready: asyncio.Event | None = None,
+    bound_port: list[int] | None = None,
 ) -> None:
-    """Serve until cancelled, a signal, or ``max_seconds``; print the address once listening."""
-    server = await asyncio.start_server(lambda r, w: _serve_connection(r, w, speed), host, port)
+    """Serve until cancelled, a signal, or ``max_seconds``; print the address once listening (and append
+    the port to ``bound_port``, then set ``ready``)."""
+    served = itertools.count(1)  # generation requests, for --fail-every
+    server = await asyncio.start_server(lambda r, w: _serve_connection(r, w, speed, served), host, port)
     bound = server.sockets[0].getsockname()[1]
     print(f"listening on http://{host}:{bound}", flush=True)
+    if bound_port is not None:
+        bound_port.append(bound)
     if ready is not None:
         ready.set()
     stop = asyncio.Event()

@@ -28,7 +28,17 @@ from pathlib import PurePath
 from typing import Any
 
 from builder.errors import Problems
-from builder.importers import Measurement, NotANumber, decode, harness, load_json, number_text, rate_text
+from builder.importers import (
+    Measurement,
+    NotANumber,
+    decode,
+    harness,
+    load_json,
+    load_json_lines,
+    number_text,
+    parse_json,
+    rate_text,
+)
 
 # metric name (lower case, without its unit) -> (JSON key, row fields of p50 and p99)
 _LATENCIES: dict[str, tuple[str, str, str]] = {
@@ -48,6 +58,9 @@ _CSV_NUMBER = re.compile(r"^-?\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^-?\d+(?:\.\d+)?$")
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
     if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        if _is_request_records(data):
+            _request_records(display, data, problems)
+            return []
         return _read_json(display, data, problems)
     return _read_csv(display, data, problems)
 
@@ -172,6 +185,40 @@ def _read_csv(display: str, data: bytes, problems: Problems) -> list[Measurement
         None,
         problems,
     )
+
+
+def _is_request_records(data: bytes) -> bool:
+    """AIPerf's per-request ``profile_export.jsonl`` (one record per line, each with ``metadata``)."""
+    first = data.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    try:
+        record = parse_json(first.decode("utf-8", "replace"))
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "metadata" in record and ("metrics" in record or "error" in record)
+
+
+def _request_records(display: str, data: bytes, problems: Problems) -> None:
+    """Refuse per-request records, saying why: every request failed (AIPerf then writes no summary), or
+    the summary beside them is the file to import."""
+    measured = []
+    for _, record in load_json_lines(display, data, problems, "AIPerf's profile_export.jsonl"):
+        metadata = record.get("metadata") if isinstance(record, dict) else None
+        if isinstance(metadata, dict) and metadata.get("benchmark_phase", "profiling") == "profiling":
+            measured.append(record)
+    failed = sum(1 for record in measured if record.get("error"))
+    if measured and failed == len(measured):
+        problems.error(
+            display,
+            None,
+            f"all {failed} requests failed: no request succeeded, so there is nothing to import",
+        )
+    else:
+        problems.error(
+            display,
+            None,
+            "this is AIPerf's per-request profile_export.jsonl: import profile_export_aiperf.json (or "
+            "profile_export_aiperf.csv) from the same folder, its summary of these requests",
+        )
 
 
 def _find(config: Any, key: str) -> Any:
