@@ -319,7 +319,7 @@ HELP = {
     "llama-benchy": ["llama-benchy", "--help"],
     "guidellm": ["guidellm", "run", "--help"],
     "aiperf": ["aiperf", "profile", "--help"],
-    "vllm": ["python", "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--help"],
+    "vllm": ["python", "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--help=all"],
     "sglang": ["python", "-m", "sglang.bench_serving", "--help"],
 }
 """The help of the command ``reproduce`` prints for each tool: tests/site/test_reproduce_cli.py checks

@@ -292,3 +292,14 @@ def test_sglang_jsonl_of_2024() -> None:
     assert item.cells["aggregate_tok_s"] == "128.0"
     assert item.load == {"request_rate": "4.0"} and item.unknown == ("concurrency",)
     assert "None" not in item.cells["notes"]
+
+
+def test_vllms_own_printed_output_with_its_warning_lines() -> None:
+    # vllm bench serve 0.34.0's standard output, run against the stand-in (tests/fixtures/harness): two
+    # 'WARNING: ... vllm bench serve ...' lines above the summary are no command line
+    path = FIXTURES.parent / "harness" / "vllm-0.34.0" / "c2.txt"
+    (item,), problems = _one(vllm_bench.read, path.name, path.read_bytes())
+    assert not problems.errors
+    assert "WARNING" not in item.cells["notes"] and "command:" not in item.cells["notes"]
+    assert load_cells(item.load) == {"concurrency": "2"}
+    assert (item.cells["requests"], item.cells["failed_requests"]) == ("6", "0")
