@@ -61,7 +61,12 @@ SLIM_DEPS = {
         *("cachetools", "prometheus-client", "openai", "openai-harmony", "cbor2", "msgspec", "cloudpickle"),
         *("py-cpuinfo", "llguidance", "xgrammar", "partial-json-parser", "watchfiles", "orjson", "einops"),
     ],
-    "sglang": [*_BENCH_DEPS, "torch==2.14.1", "transformers==5.19.0", "orjson", "psutil"],
+    "sglang": [
+        *_BENCH_DEPS,
+        *("torch==2.14.1", "transformers==5.19.0", "orjson", "psutil", "starlette", "msgspec", "pyzmq"),
+        *("ipython", "datasets", "torchvision", "apache-tvm-ffi==0.1.11", "sentencepiece"),
+        *("compressed-tensors", "gguf"),
+    ],
 }
 """What each serving benchmark's module imports, for a ``--no-deps`` install of the package (a full install
 pulls GPU kernels, flashinfer among them, that the registry does not serve for every pin)."""

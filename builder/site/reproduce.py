@@ -295,7 +295,14 @@ def _load_options(s: _Setting, tool: str, notes: list[str]) -> list[str]:
         out.append(f"--max-concurrency {s.concurrency}")
     if s.rate is not None:
         out.append(f"--request-rate {_number(s.rate)}")
-        if s.burstiness is not None:
+        if s.burstiness is not None and tool == "sglang bench_serving":
+            # SGLang's arrivals are Poisson, burstiness 1; it has no --burstiness
+            if s.burstiness != 1 and not math.isinf(s.rate):
+                notes.append(
+                    "sglang bench_serving sends Poisson arrivals (burstiness 1): it cannot set the row's "
+                    f"burstiness {_number(s.burstiness)}."
+                )
+        elif s.burstiness is not None:
             out.append(f"--burstiness {_number(s.burstiness)}")
     return out
 

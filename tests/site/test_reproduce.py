@@ -340,3 +340,16 @@ def test_flag_strings_split_as_shlex_splits_them(text: str) -> None:
     except ValueError:
         expected = None
     assert reproduce_module._words(text) == expected
+
+
+def test_sglang_has_no_burstiness_option_and_says_so() -> None:
+    # SGLang's bench_serving (0.5.23's help, tests/fixtures/harness/cli) sends Poisson arrivals only
+    poisson = reproduce(META, "tiny", _row(engine="sglang", request_rate=2.5, burstiness=1.0))
+    assert "--burstiness" not in poisson.harness and not any("burstiness" in n for n in poisson.notes)
+    bursty = reproduce(META, "tiny", _row(engine="sglang", request_rate=2.5, burstiness=0.5))
+    assert "--burstiness" not in bursty.harness
+    assert (
+        "sglang bench_serving sends Poisson arrivals (burstiness 1): it cannot set the row's burstiness 0.5."
+        in bursty.notes
+    )
+    assert "--burstiness 0.5" in reproduce(META, "tiny", _row(request_rate=2.5, burstiness=0.5)).harness
