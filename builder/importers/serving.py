@@ -106,7 +106,7 @@ def measurement(
                 else f"{result.where('completed')} is 0: no request finished, so there is nothing to import"
             )
         elif "total_input_tokens" not in result.values or "total_output_tokens" not in result.values:
-            lengths = _lengths_without_totals(result, cells, warnings_out)
+            lengths = _lengths_without_totals(result, cells, harness, warnings_out)
         else:
             for total, name in (
                 ("total_input_tokens", "prompt_tokens"),
@@ -161,11 +161,16 @@ def measurement(
     return Measurement(origin, cells, meta, model, load=load, unknown=unknown)
 
 
-def _lengths_without_totals(result: Result, cells: dict[str, str], warnings_out: list[str] | None) -> str:
+def _lengths_without_totals(
+    result: Result, cells: dict[str, str], harness: str, warnings_out: list[str] | None
+) -> str:
     """prompt_tokens and output_tokens of a summary without its token totals, from the command line
     above it where that shows them; the note saying where they come from."""
     shown = result.get("random_input_len"), result.get("random_output_len")
-    fixed = result.get("dataset_name") == "random" and result.get("random_range_ratio") is None
+    ratio = result.get("random_range_ratio")
+    # every random prompt has the given length: vLLM's default range ratio; SGLang's only at ratio 1
+    exact = ratio in ("1", "1.0") if harness.startswith("sglang") else ratio is None
+    fixed = result.get("dataset_name") == "random" and exact
     told: list[str] = []
     if fixed and shown[0] is not None and str(shown[0]).isdigit() and int(shown[0]) > 0:
         cells["prompt_tokens"] = str(shown[0])
@@ -189,8 +194,9 @@ def _lengths_without_totals(result: Result, cells: dict[str, str], warnings_out:
     if lacking and warnings_out is not None:
         warnings_out.append(
             f"the summary has no 'Total input tokens' and 'Total generated tokens' lines, so the "
-            f"{' and '.join(lacking)} {'is' if len(lacking) == 1 else 'are'} not known and the row takes no part "
-            "in comparisons: add those two lines from the run's log above the closing line of '=', or paste the "
+            f"{' and '.join(lacking)} {'is' if len(lacking) == 1 else 'are'} not known"
+            + (" and the row takes no part in comparisons" if cells["prompt_tokens"] == "unknown" else "")
+            + ": add those two lines from the run's log above the closing line of '=', or paste the "
             "benchmark command line above the summary (a --dataset-name random run gives them by its "
             "--random-input-len and, with --ignore-eos, --random-output-len)"
         )

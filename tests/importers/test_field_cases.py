@@ -303,3 +303,14 @@ def test_vllms_own_printed_output_with_its_warning_lines() -> None:
     assert "WARNING" not in item.cells["notes"] and "command:" not in item.cells["notes"]
     assert load_cells(item.load) == {"concurrency": "2"}
     assert (item.cells["requests"], item.cells["failed_requests"]) == ("6", "0")
+
+
+def test_sglang_random_lengths_are_fixed_only_at_range_ratio_1() -> None:
+    # SYNTHETIC: SGLang's random prompts vary in length unless --random-range-ratio 1
+    base = "python -m sglang.bench_serving --dataset-name random --random-input-len 128 --max-concurrency 4"
+    (varied,), _ = _one(sglang.read, "s.txt", _trimmed(base))
+    assert varied.cells["prompt_tokens"] == "unknown"
+    (fixed,), problems = _one(sglang.read, "s.txt", _trimmed(base + " --random-range-ratio 1"))
+    assert fixed.cells["prompt_tokens"] == "128"
+    (warning,) = problems.warnings  # the output length is still unknown, the row still compares
+    assert "output length is not known:" in warning.message and "no part" not in warning.message
