@@ -28,6 +28,7 @@ OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 # tool as the importers write it in ``harness`` -> (its help file, the words that start its command)
 TOOLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "llama-benchy 0.4.0": ("llama-benchy-0.4.0.txt", ("llama-benchy",)),
+    "guidellm 0.7.0": ("guidellm-0.7.0.txt", ("guidellm", "run")),
     "guidellm 0.8.1": ("guidellm-0.8.1.txt", ("guidellm", "run")),
     "aiperf 0.13.0": ("aiperf-0.13.0.txt", ("aiperf", "profile")),
     "llama-bench b7000": ("llama-bench-readme.txt", ("llama-bench",)),
@@ -96,13 +97,11 @@ def test_the_check_fails_on_an_option_the_tool_does_not_have() -> None:
 VENVS = os.environ.get("HARNESS_VENVS")
 
 
-@pytest.mark.skipif(
-    not VENVS or not (Path(VENVS) / "guidellm-0.8.1" / "bin" / "python").exists(),
-    reason="GuideLLM 0.8.1's venv is not at hand (HARNESS_VENVS)",
-)
-def test_guidellm_parses_the_printed_commands() -> None:
-    assert VENVS is not None
-    python = Path(VENVS) / "guidellm-0.8.1" / "bin" / "python"
+@pytest.mark.parametrize("version", ["0.7.0", "0.8.1"])
+def test_guidellm_parses_the_printed_commands(version: str) -> None:
+    python = Path(VENVS or "-") / f"guidellm-{version}" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"GuideLLM {version}'s venv is not at hand (HARNESS_VENVS)")
     program = (
         "import shlex, sys\n"
         "from guidellm.__main__ import cli\n"
@@ -111,7 +110,7 @@ def test_guidellm_parses_the_printed_commands() -> None:
         "    ctx = cli.make_context('guidellm', words[1:])\n"
         "    cli.get_command(ctx, words[1]).make_context(words[1], words[2:], parent=ctx)\n"
     )
-    commands = [" ".join(_command_words(c)) for c in _commands("guidellm 0.8.1")]
+    commands = [" ".join(shlex.quote(w) for w in _command_words(c)) for c in _commands(f"guidellm {version}")]
     done = subprocess.run(
         [str(python), "-c", program], input="\0".join(commands), capture_output=True, text=True, timeout=300
     )
