@@ -339,6 +339,10 @@ class Row(_Model):
     """Sample standard deviation of the repetitions ``itl_ms`` summarises."""
     repetitions: PositiveInt | None = None
     """How many repetitions the metrics (and their ``_sd``) summarise; empty for a single run."""
+    requests: PositiveInt | None = None
+    """Requests the run sent, successful or not; given with ``failed_requests``."""
+    failed_requests: NonNegativeInt | None = None
+    """How many of ``requests`` failed or timed out: the metrics summarise only the others."""
     engine: RowText | None = None
     """Serving engine; defaults to the recipe's."""
     flags: RowText | None = None
@@ -388,6 +392,12 @@ class Row(_Model):
                 and getattr(self, spread.metric) is None
             ):
                 raise ValueError(spread_without_metric(name, spread.metric))
+        if self.failed_requests is not None and (
+            self.requests is None or self.failed_requests > self.requests
+        ):
+            raise ValueError(
+                "failed_requests needs requests, the requests the run sent, and cannot exceed it"
+            )
         return self
 
 

@@ -135,9 +135,34 @@ def check_site(config: SiteConfig, *, strict: bool = False, full: bool = True) -
         for row in not_compared(site, combos):
             parsed = site.row_files[row.file_id]
             problems.warn(parsed.source.rel, parsed.line_of(row.file_row), row.message, kind="not_compared")
+    if not problems.errors:
+        failed_request_warnings(site, problems)
     stats["findings"] = len(findings)
     stats["findings_open"] = sum(1 for f in findings if f["annotation"] is None)
     return CheckReport(stats, capped(problems.errors), capped(problems.warnings), findings, strict)
+
+
+FAILED_SHARE = 0.05
+"""A row whose run lost more than this share of its requests gets a warning: its metrics describe the
+requests that survived, a faster subset when the others timed out."""
+
+
+def failed_request_warnings(site: Site, problems: Problems) -> None:
+    """A ``failed_requests`` warning for each row where more than 5 % of the requests failed."""
+    hits = site.con.execute(
+        "SELECT file_id, file_row, requests, failed_requests FROM rows "
+        "WHERE failed_requests > $share * requests ORDER BY file_id, file_row",
+        {"share": FAILED_SHARE},
+    ).fetchall()
+    for file_id, file_row, requests, failed in hits:
+        parsed = site.row_files[file_id]
+        problems.warn(
+            parsed.source.rel,
+            parsed.line_of(file_row),
+            f"{failed} of {requests} requests failed ({100 * failed / requests:.0f} %, more than "
+            f"{100 * FAILED_SHARE:.0f} %): the metrics are of the requests that succeeded; check the run",
+            kind="failed_requests",
+        )
 
 
 def prose_problems(site: Site, problems: Problems, *, strict: bool = False) -> None:

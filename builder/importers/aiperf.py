@@ -6,10 +6,17 @@ ttft_ms / ttft_p99_ms = time to first token p50 / p99, itl_ms / itl_p99_ms = int
 p99 (the tools' ITL is the time per output token after the first, so decode_tok_s = 1000 / its p50),
 e2el_ms / e2el_p99_ms = request latency p50 / p99, aggregate_tok_s = output token throughput,
 prompt_tokens / output_tokens = the input / output sequence length averages, rounded. The JSON's
-``input_config`` gives the load (``concurrency``, ``request_rate``) and AIPerf's ``start_time`` the date
-and time; the CSV gives neither: pass ``--concurrency N`` (a closed-loop run) or ``--request-rate R``,
-and ``--date``. CSV
-numbers may carry thousands separators (``"1,146.31"``): they are dropped, the digits kept.
+``input_config`` gives the load: AIPerf 0.13's ``phases`` (the profiling phase: ``"type": "concurrency"``
+with its ``concurrency``; ``poisson``, ``constant`` or ``gamma`` with its ``rate``, a ``concurrency`` there
+being the cap), earlier versions' ``concurrency`` and ``request_rate`` keys; AIPerf's ``start_time`` gives
+the date and time. The CSV gives neither: pass ``--concurrency N`` (a closed-loop run) or
+``--request-rate R``, and ``--date``. CSV numbers may carry thousands separators (``"1,146.31"``): they
+are dropped, the digits kept. AIPerf's CSV ends with a GPU telemetry table (``Endpoint,GPU_Index,…``),
+empty without telemetry: it is no row field and is skipped.
+
+Failed and timed-out requests (``error_request_count``, the CSV's ``Error Request Count``) give
+failed_requests, and requests = those + the successful ``request_count``; an export where every request
+failed is refused, saying so.
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ from builder.importers import (
     harness,
     json_objects,
     load_json,
+    load_json_lines,
     number_text,
+    parse_json,
     rate_text,
 )
 
@@ -43,6 +52,8 @@ _LENGTHS = {
     "input sequence length": ("input_sequence_length", "prompt_tokens"),
     "output sequence length": ("output_sequence_length", "output_tokens"),
 }
+# request counts: the successful ones and the failed or timed-out ones (CSV name, JSON key)
+_COUNTS = (("request count", "request_count"), ("error request count", "error_request_count"))
 _CSV_NUMBER = re.compile(r"^-?\d{1,3}(?:,\d{3})*(?:\.\d+)?$|^-?\d+(?:\.\d+)?$")
 
 
@@ -63,8 +74,32 @@ def claims(text: str) -> str | None:
 
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
     if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        if _is_request_records(data):
+            _request_records(display, data, problems)
+            return []
         return _read_json(display, data, problems)
     return _read_csv(display, data, problems)
+
+
+def _failures(
+    display: str, stats: dict[str, dict[str, str]], cells: dict[str, str], problems: Problems
+) -> bool:
+    """Record the failed requests in ``cells``; ``False`` (with the error reported) when none succeeded."""
+    errors = stats.get("error request count", {}).get("avg")
+    succeeded = stats.get("request count", {}).get("avg")
+    if errors is None:
+        return True
+    failed = round(float(errors))
+    ok = round(float(succeeded)) if succeeded is not None else 0
+    if ok == 0:
+        problems.error(
+            display,
+            None,
+            f"all {failed} requests failed: no request succeeded, so there is nothing to import",
+        )
+        return False
+    cells["requests"], cells["failed_requests"] = str(ok + failed), str(failed)
+    return True
 
 
 def _metrics_measurement(
@@ -80,6 +115,8 @@ def _metrics_measurement(
 ) -> list[Measurement]:
     """The row of one run from ``metric name → {stat: number text}``."""
     cells: dict[str, str] = {"harness": tool, "source": source}
+    if not _failures(display, stats, cells, problems):
+        return []
     for name, (_, median, p99) in _LATENCIES.items():
         found = stats.get(name, {})
         if "p50" in found:
@@ -101,7 +138,12 @@ def _metrics_measurement(
     shown = "; ".join(
         f"{name} " + ", ".join(f"{k} {v}" for k, v in values.items())
         for name, values in sorted(stats.items())
+        if name in _LATENCIES or name in _LENGTHS or name == _THROUGHPUT[0]
     )
+    if cells.get("failed_requests", "0") != "0":
+        notes.append(
+            f"{cells['failed_requests']} of {cells['requests']} requests failed; the metrics are of the others"
+        )
     cells["notes"] = (
         f"{tool}: {shown}; prompt_tokens and output_tokens are the average sequence lengths, rounded"
         + ("; decode_tok_s = 1000 / inter-token latency p50" if "decode_tok_s" in cells else "")
@@ -126,11 +168,16 @@ def _read_csv(display: str, data: bytes, problems: Problems) -> list[Measurement
         return []
     stats: dict[str, dict[str, str]] = {}
     header: list[str] = []
+    telemetry = False
     for number, row in enumerate(rows, 1):
         if not row:
+            telemetry = False
             continue
         if row[0] == "Metric":
-            header = row
+            header, telemetry = row, False
+            continue
+        if telemetry or (len(row) > 1 and row[1] == "GPU_Index"):
+            telemetry = True  # GPU telemetry: per GPU, no row field
             continue
         name = row[0].split(" (", 1)[0].strip().lower()
         values: dict[str, str] = {}
@@ -156,6 +203,40 @@ def _read_csv(display: str, data: bytes, problems: Problems) -> list[Measurement
     )
 
 
+def _is_request_records(data: bytes) -> bool:
+    """AIPerf's per-request ``profile_export.jsonl`` (one record per line, each with ``metadata``)."""
+    first = data.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    try:
+        record = parse_json(first.decode("utf-8", "replace"))
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "metadata" in record and ("metrics" in record or "error" in record)
+
+
+def _request_records(display: str, data: bytes, problems: Problems) -> None:
+    """Refuse per-request records, saying why: every request failed (AIPerf then writes no summary), or
+    the summary beside them is the file to import."""
+    measured = []
+    for _, record in load_json_lines(display, data, problems, "AIPerf's profile_export.jsonl"):
+        metadata = record.get("metadata") if isinstance(record, dict) else None
+        if isinstance(metadata, dict) and metadata.get("benchmark_phase", "profiling") == "profiling":
+            measured.append(record)
+    failed = sum(1 for record in measured if record.get("error"))
+    if measured and failed == len(measured):
+        problems.error(
+            display,
+            None,
+            f"all {failed} requests failed: no request succeeded, so there is nothing to import",
+        )
+    else:
+        problems.error(
+            display,
+            None,
+            "this is AIPerf's per-request profile_export.jsonl: import profile_export_aiperf.json (or "
+            "profile_export_aiperf.csv) from the same folder, its summary of these requests",
+        )
+
+
 def _find(config: Any, key: str) -> Any:
     """The first value of ``key`` anywhere in a nested configuration (its layout changes by version)."""
     if isinstance(config, dict):
@@ -167,11 +248,60 @@ def _find(config: Any, key: str) -> Any:
     return None
 
 
+def _config_load(config: Any) -> dict[str, str]:
+    """The load of AIPerf before 0.13 and GenAI-Perf: ``concurrency`` and ``request_rate`` keys."""
+    load: dict[str, str] = {}
+    concurrency = _find(config, "concurrency")
+    rate = _find(config, "request_rate")
+    if rate is not None:
+        load["request_rate"] = rate_text(rate, "'input_config' request_rate")
+    if concurrency is not None:
+        load["concurrency"] = number_text(concurrency, "'input_config' concurrency")
+    elif rate is not None:
+        load["concurrency"] = "none"
+    return load
+
+
+_RATE_PHASES = ("poisson", "constant", "gamma")
+
+
+def _phase_load(phases: list[Any]) -> dict[str, str]:
+    """The load of AIPerf 0.13's profiling phase (``input_config.phases``; warm-up phases are not measured)."""
+    measured = [p for p in phases if isinstance(p, dict) and p.get("kind", "profiling") == "profiling"]
+    if len(measured) != 1:
+        raise NotANumber(
+            f"'input_config.phases' has {len(measured)} profiling phases; one row is one run: expected one"
+        )
+    (phase,) = measured
+    kind = phase.get("type")
+    where = f"'input_config.phases' ({kind})"
+    load: dict[str, str] = {}
+    cap = phase.get("concurrency")
+    if kind == "concurrency":
+        load["concurrency"] = number_text(cap, f"{where} concurrency")
+    elif kind in _RATE_PHASES:
+        load["request_rate"] = rate_text(phase.get("rate"), f"{where} rate")
+        load["concurrency"] = number_text(cap, f"{where} concurrency") if cap is not None else "none"
+        if kind == "poisson":
+            load["burstiness"] = "1"
+        elif kind == "gamma" and phase.get("smoothness") is not None:
+            load["burstiness"] = number_text(phase["smoothness"], f"{where} smoothness")
+    else:
+        raise NotANumber(
+            f"{where}: the phase type {kind!r} is not one the importer knows (concurrency, "
+            + ", ".join(_RATE_PHASES)
+            + ")"
+        )
+    return load
+
+
 def _read_json(display: str, data: bytes, problems: Problems) -> list[Measurement]:
     obj = load_json(display, data, problems, "an AIPerf or GenAI-Perf JSON export")
     if obj is None:
         return []
-    if not isinstance(obj, dict) or not any(key in obj for key, _, _ in _LATENCIES.values()):
+    if not isinstance(obj, dict) or not any(
+        key in obj for key in [k for k, _, _ in _LATENCIES.values()] + ["error_request_count"]
+    ):
         problems.error(
             display,
             None,
@@ -184,6 +314,7 @@ def _read_json(display: str, data: bytes, problems: Problems) -> list[Measuremen
         for name, key in [(n, k) for n, (k, _, _) in _LATENCIES.items()] + [
             (_THROUGHPUT[0], _THROUGHPUT[1]),
             *((n, k) for n, (k, _) in _LENGTHS.items()),
+            *_COUNTS,
         ]:
             metric = obj.get(key)
             if not isinstance(metric, dict):
@@ -196,18 +327,9 @@ def _read_json(display: str, data: bytes, problems: Problems) -> list[Measuremen
                 if metric.get(stat) is not None
             }
         config = obj.get("input_config")
-        load: dict[str, str] = {}
-        unknown: list[str] = []
-        concurrency = _find(config, "concurrency")
-        rate = _find(config, "request_rate")
-        if rate is not None:
-            load["request_rate"] = rate_text(rate, "'input_config' request_rate")
-        if concurrency is not None:
-            load["concurrency"] = number_text(concurrency, "'input_config' concurrency")
-        elif rate is not None:
-            load["concurrency"] = "none"
-        if not load:
-            unknown = ["load"]
+        phases = config.get("phases") if isinstance(config, dict) else None
+        load = _phase_load(phases) if isinstance(phases, list) else _config_load(config)
+        unknown = [] if load else ["load"]
         meta: dict[str, str] = {}
         if isinstance(obj.get("start_time"), str):
             try:

@@ -9,8 +9,13 @@ e2el_ms / e2el_p99_ms = ``request_latency`` (seconds) × 1000, exactly; aggregat
 ``output_tokens_per_second``. The load comes from the benchmark's strategy: ``synchronous`` is
 concurrency 1, ``concurrent`` its ``streams``, ``throughput`` its ``max_concurrency`` (all at once
 otherwise), ``constant`` and ``poisson`` their ``rate`` (Poisson arrivals are burstiness 1); without a
-strategy the load is left to ``--concurrency`` or ``--request-rate``. The
+strategy the load is left to ``--concurrency`` or ``--request-rate``. The cap of an open-loop run is the
+one the run was given: from 0.7 on the strategy always carries GuideLLM's default cap (``1024*10``), so
+the recorded profile's ``max_concurrency`` (null: none) says what was set. The
 benchmark's start (Unix time) gives the date and time, in UTC; harness = ``guidellm <version>``.
+``metrics.request_totals`` gives requests (successful + errored) and failed_requests (errored); a
+benchmark where no request succeeded is refused, saying so. Only the JSON or YAML report is read: its CSV
+and HTML exports lack the strategy and the token counts.
 """
 
 from __future__ import annotations
@@ -59,7 +64,28 @@ def claims(text: str) -> str | None:
     return None
 
 
+def _other_export(display: str, data: bytes) -> str | None:
+    """The name of a GuideLLM export that is not its report (CSV, HTML), when ``data`` is one."""
+    suffix = PurePath(display).suffix.lower()
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:200].lower()
+    if suffix in (".html", ".htm") or head.startswith((b"<!doctype", b"<html")):
+        return "HTML"
+    first = head.split(b"\n", 1)[0]
+    if suffix == ".csv" or (b"," in first and b":" not in first and not head.startswith((b"{", b"-"))):
+        return "CSV"
+    return None
+
+
 def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
+    other = _other_export(display, data)
+    if other is not None:
+        problems.error(
+            display,
+            None,
+            f"this is GuideLLM's {other} export: only the JSON or YAML report is read "
+            "(--output kind=json,path=report.json; before 0.7 --output-path report.json)",
+        )
+        return []
     if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
         obj = load_json(display, data, problems, "a guidellm JSON report")
     else:
@@ -103,6 +129,18 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
         raise NotANumber("has no 'metrics'")
     metrics = bench["metrics"]
     cells: dict[str, str] = {"harness": tool, "source": f"guidellm report {PurePath(display).name}, {where}"}
+    totals = metrics.get("request_totals")
+    if (
+        isinstance(totals, dict)
+        and isinstance(totals.get("errored"), int)
+        and isinstance(totals.get("successful"), int)
+    ):
+        ok, failed = totals["successful"], totals["errored"]
+        if ok == 0:
+            raise NotANumber(
+                f"all {failed} requests failed: no request succeeded, so there is nothing to import"
+            )
+        cells["requests"], cells["failed_requests"] = str(ok + failed), str(failed)
     for name, field in (("prompt_token_count", "prompt_tokens"), ("output_token_count", "output_tokens")):
         mean = _stat(metrics, name, "mean")
         if mean is None:
@@ -126,7 +164,7 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
         cells["decode_tok_s"] = repr(1000 / float(cells["itl_ms"]))
     strategy = _strategy(bench)
     # without its strategy the load is unknown: --concurrency or --request-rate supplies it
-    load, shown = _load(strategy) if strategy is not None else ({}, "not recorded")
+    load, shown = _load(strategy, _profile(bench)) if strategy is not None else ({}, "not recorded")
     meta: dict[str, str] = {}
     start = bench.get("start_time")
     if start is None and isinstance(bench.get("scheduler_metrics"), dict):
@@ -138,6 +176,11 @@ def _benchmark(display: str, where: str, bench: Any, tool: str) -> Measurement:
         f"{tool}: strategy {shown}; prompt_tokens and output_tokens are the mean token counts of the "
         "successful requests, rounded"
         + ("; decode_tok_s = 1000 / ITL median" if "decode_tok_s" in cells else "")
+        + (
+            f"; {cells['failed_requests']} of {cells['requests']} requests failed, the metrics are of the others"
+            if cells.get("failed_requests", "0") != "0"
+            else ""
+        )
         + "."
     )
     unknown = () if strategy is not None else ("load",)
@@ -152,9 +195,17 @@ def _strategy(bench: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _load(strategy: dict[str, Any]) -> tuple[dict[str, str], str]:
+def _profile(bench: dict[str, Any]) -> dict[str, Any] | None:
+    """The profile the run was given (GuideLLM 0.7 on records it beside the strategy it made)."""
+    config = bench.get("config")
+    profile = config.get("profile") if isinstance(config, dict) else None
+    return profile if isinstance(profile, dict) else None
+
+
+def _load(strategy: dict[str, Any], profile: dict[str, Any] | None) -> tuple[dict[str, str], str]:
     kind = strategy.get("type_")
-    cap = strategy.get("max_concurrency")
+    # the strategy's cap is GuideLLM's default when the profile set none
+    cap = profile.get("max_concurrency") if profile is not None else strategy.get("max_concurrency")
     load: dict[str, str] = {}
     if kind == "synchronous":
         load["concurrency"] = "1"
@@ -173,7 +224,7 @@ def _load(strategy: dict[str, Any]) -> tuple[dict[str, str], str]:
             f"strategy type {kind!r} is not one the importer knows (synchronous, concurrent, "
             "throughput, constant, poisson)"
         )
-    shown = ", ".join(
-        f"{k} {v}" for k, v in strategy.items() if k in ("type_", "streams", "rate", "max_concurrency")
-    )
+    shown = ", ".join(f"{k} {v}" for k, v in strategy.items() if k in ("type_", "streams", "rate"))
+    if kind in ("throughput", "constant", "poisson"):
+        shown += f", max_concurrency {cap if cap is not None else 'none'}"
     return load, shown

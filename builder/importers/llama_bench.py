@@ -9,13 +9,21 @@ decode_tok_s = the tg test's t/s, concurrency 1. ``mean ± sd`` gives the metric
 the ``-r N`` of a command line in the text. Combined ``pp+tg`` tests fit no row column and are
 skipped with a warning. JSON gives the date and time (``test_time``, UTC), and the build:
 engine_version ``b<build_number>``, engine_build = ``build_commit``; the markdown's ``build: <commit>
-(<number>)`` line gives the build, and ``--date`` the date.
+(<number>)`` line (bare or in backticks) gives the build, and ``--date`` the date.
+
+The settings a test ran with (the table's columns besides model, size, params, backend, test and t/s;
+the JSON's keys besides the model, hardware, build and results) become the row's ``flags``, written as
+llama-bench's own options (``-ngl 99 -sm row -fa 1``; a column llama-bench names otherwise is
+``--<column>``): runs that differ in them are different runs, never trials of one. The table shows
+only the settings that differ from llama-bench's defaults, the JSON every one. Lines llama-bench logs
+to standard error (``--progress`` lines inside a table, device lines among JSONL results) are skipped.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -40,12 +48,54 @@ _TEST_RE = re.compile(
 )
 _CELL_RE = re.compile(r"^(?P<mean>\d+(?:\.\d+)?)(?:\s*±\s*(?P<sd>\d+(?:\.\d+)?))?$")
 _DELIMITER_RE = re.compile(r"^:?-+:?$")
-_BUILD_RE = re.compile(r"^build: (?P<commit>[0-9a-f]+) \((?P<number>\d+)\)\s*$", re.MULTILINE)
+_BUILD_RE = re.compile(r"^[ \t>]*`?build: (?P<commit>[0-9a-f]+) \((?P<number>\d+)\)`?[ \t]*$", re.MULTILINE)
 _PROGRAM_RE = re.compile(r"llama-bench\b")
 _REPS_RE = re.compile(r"(?:-r|--repetitions)[ =](?P<value>\d+)")
+_PROGRESS_RE = re.compile(r"^\s*llama-bench: benchmark \d+/\d+: ")
 # JSON keys that are results or the test's shape, not its settings
 _NOT_SETTINGS = {"n_prompt", "n_gen", "n_depth", "test_time"}
 _RESULT_PREFIXES = ("avg_", "stddev_", "samples_")
+# what describes the model, the hardware or the build rather than how the test ran (table, JSON names)
+_NOT_FLAGS = {
+    *("model", "size", "params", "backend", "test", "t/s"),
+    *("model_type", "model_size", "model_n_params", "model_filename", "backends", "cpu_info", "gpu_info"),
+    *("build_commit", "build_number"),
+}
+# a setting's table column or JSON key -> the llama-bench option that sets it
+_OPTIONS = {
+    **dict.fromkeys(("ngl", "n_gpu_layers"), "-ngl"),
+    **dict.fromkeys(("n_cpu_moe",), "-ncmoe"),
+    **dict.fromkeys(("sm", "split_mode"), "-sm"),
+    **dict.fromkeys(("main_gpu",), "-mg"),
+    **dict.fromkeys(("nkvo", "no_kv_offload"), "-nkvo"),
+    **dict.fromkeys(("fa", "flash_attn"), "-fa"),
+    **dict.fromkeys(("dev", "devices"), "-dev"),
+    **dict.fromkeys(("ts", "tensor_split"), "-ts"),
+    **dict.fromkeys(("ot", "tensor_buft_overrides"), "-ot"),
+    **dict.fromkeys(("mmap", "use_mmap"), "-mmp"),
+    **dict.fromkeys(("dio", "use_direct_io"), "-dio"),
+    **dict.fromkeys(("embd", "embeddings"), "-embd"),
+    **dict.fromkeys(("nopo", "no_op_offload"), "-nopo"),
+    **dict.fromkeys(("n_batch",), "-b"),
+    **dict.fromkeys(("n_ubatch",), "-ub"),
+    **dict.fromkeys(("threads", "n_threads"), "-t"),
+    **dict.fromkeys(("cpu_mask",), "-C"),
+    **dict.fromkeys(("cpu_strict",), "--cpu-strict"),
+    **dict.fromkeys(("poll",), "--poll"),
+    **dict.fromkeys(("type_k",), "-ctk"),
+    **dict.fromkeys(("type_v",), "-ctv"),
+}
+
+
+def _flags(settings: list[tuple[str, Any]]) -> str:
+    """The row's flags from (column or key, value): llama-bench's options, in the order given."""
+    words: list[str] = []
+    for name, value in settings:
+        if name in _NOT_FLAGS:
+            continue
+        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+        words += [_OPTIONS.get(name, "--" + name.replace("_", "-")), shlex.quote(text) if text else "''"]
+    return " ".join(words)
 
 
 @dataclass
@@ -90,8 +140,8 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
             problems.error(display, None, "not llama-bench JSON: expected a list of test results")
             return []
         entries: list[tuple[int | None, str, Any]] = [(None, f"[{i}]", e) for i, e in enumerate(obj)]
-    elif head.startswith(b"{"):
-        lines = load_json_lines(display, data, problems, "llama-bench JSONL (-o jsonl)")
+    elif head.startswith(b"{") or _is_jsonl_with_log(data):
+        lines = load_json_lines(display, _log_blanked(data), problems, "llama-bench JSONL (-o jsonl)")
         entries = [(n, f"line {n}", e) for n, e in lines]
     else:
         return _read_markdown(display, data, problems)
@@ -105,6 +155,19 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
         if test is not None:
             tests.append(test)
     return _pair(display, tests, "JSON")
+
+
+def _is_jsonl_with_log(data: bytes) -> bool:
+    """JSONL results with llama-bench's standard error around them (no markdown table)."""
+    lines = [line.strip() for line in data.splitlines()]
+    return any(line.startswith(b'{"') for line in lines) and not any(line.startswith(b"|") for line in lines)
+
+
+def _log_blanked(data: bytes) -> bytes:
+    """``data`` with every line that is not a JSON object blanked (line numbers kept): the tool's log."""
+    return b"\n".join(
+        line if line.strip().startswith(b"{") else b"" for line in data.replace(b"\r\n", b"\n").split(b"\n")
+    )
 
 
 def _json_test(display: str, line: int | None, where: str, entry: Any, problems: Problems) -> _Test | None:
@@ -133,6 +196,11 @@ def _json_test(display: str, line: int | None, where: str, entry: Any, problems:
     if isinstance(entry.get("build_commit"), str):
         meta["engine_build"] = entry["build_commit"]
     samples = entry.get("samples_ts")
+    flags = _flags(
+        [(k, v) for k, v in entry.items() if k not in _NOT_SETTINGS and not k.startswith(_RESULT_PREFIXES)]
+    )
+    if flags:
+        meta["flags"] = flags
     settings = tuple(
         (k, repr(v))
         for k, v in entry.items()
@@ -186,7 +254,10 @@ def _read_markdown(display: str, data: bytes, problems: Problems) -> list[Measur
             continue
         found = True
         i += 2
-        while i < len(lines) and lines[i].lstrip().startswith("|"):
+        while i < len(lines) and (lines[i].lstrip().startswith("|") or _PROGRESS_RE.match(lines[i])):
+            if _PROGRESS_RE.match(lines[i]):  # --progress writes to stderr, between the rows
+                i += 1
+                continue
             cells = _split(lines[i])
             number = i + 1
             i += 1
@@ -212,6 +283,7 @@ def _read_markdown(display: str, data: bytes, problems: Problems) -> list[Measur
                 problems.warn(display, number, f"{test} is a combined test; no row column holds it, skipped")
                 continue
             settings = tuple(c for h, c in zip(header, cells, strict=True) if h not in ("test", "t/s"))
+            flags = _flags([(h, c) for h, c in zip(header, cells, strict=True)])
             tests.append(
                 _Test(
                     f"{display}:{number}",
@@ -223,7 +295,7 @@ def _read_markdown(display: str, data: bytes, problems: Problems) -> list[Measur
                     cell["mean"],
                     cell["sd"],
                     reps if reps and cell["sd"] is not None else None,
-                    dict(meta),
+                    {**meta, "flags": flags} if flags else dict(meta),
                     cells[header.index("model")] if "model" in header else "",
                 )
             )

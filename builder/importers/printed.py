@@ -4,7 +4,9 @@ A summary is the block from ``============ Serving Benchmark Result ============
 ``=``; in between, ``Label: value`` lines and ``---- section ----`` rules. Text around it is fine: a file
 may hold several summaries (one per request rate), and the text before each one is searched for the
 settings it ran with: the tool's own lines (``Traffic request rate: inf``, ``Maximum request
-concurrency: None``, ``Burstiness factor: 1.0``), its ``Namespace(...)`` line, or the command line.
+concurrency: None``, ``Burstiness factor: 1.0``), its ``Namespace(...)`` line, or the command line. A
+log line (``WARNING: ...``, ``FutureWarning: ...``, ``INFO 05-01 ...``) is never taken for the command
+line, even when it names the benchmark's module.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ _RULE_RE = re.compile(r"^\s*-{3,}.*-{3,}\s*$")
 # (quadratic on a long line of blanks).
 _LINE_RE = re.compile(r"^\s*(?P<label>[^:\s][^:]*?):\s*(?P<value>\S(?:.*\S)?)?\s*$")
 _COMMAND_RE = re.compile(r"(benchmark_serving\.py|bench serve|bench_serving)")
+# a line a logger or the warnings module wrote: a level or a *Warning/*Error name before a colon, or a
+# timestamp or [bracketed] prefix, at the start
+_LOG_LINE_RE = re.compile(
+    r"^\s*(?:\S*(?:Warning|Error|Exception)\b|\(?\w*\)?\s*(?:WARNING|WARN|INFO|DEBUG|ERROR|CRITICAL)\b"
+    r"|\[?\d{4}-\d\d-\d\d|\[[^\]]*\]|\S+\.py:\d+)"
+)
 _NAMESPACE_RE = re.compile(r"Namespace\((?P<body>.*)\)")
 _NAMESPACE_ITEM = re.compile(r"(?:^|, )(?P<key>\w+)=(?P<value>'[^']*'|[^,]*)")
 
@@ -100,7 +108,10 @@ _FLAGS = {
     "--random-output": "random_output_len",
     "--num-prompts": "num_prompts",
     "--num-prompt": "num_prompts",
+    "--dataset-name": "dataset_name",
+    "--random-range-ratio": "random_range_ratio",
 }
+_SWITCHES = {"--ignore-eos": "ignore_eos"}
 # what the tools assume when the command line leaves a flag out
 _DEFAULTS = {"request_rate": "inf", "max_concurrency": "None"}
 
@@ -144,7 +155,7 @@ def _command(before: list[tuple[int, str]]) -> tuple[int, str] | None:
     i = 0
     while i < len(before):
         number, line = before[i]
-        if _COMMAND_RE.search(line) and "Namespace(" not in line:
+        if _COMMAND_RE.search(line) and "Namespace(" not in line and not _LOG_LINE_RE.match(line):
             parts = [line.rstrip()]
             while parts[-1].endswith("\\") and i + 1 < len(before):
                 parts[-1] = parts[-1][:-1]
@@ -163,6 +174,9 @@ def _flags(command: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for index, word in enumerate(words):
         name, eq, value = word.partition("=")
+        if word in _SWITCHES:
+            out[_SWITCHES[word]] = "true"
+            continue
         if name not in _FLAGS:
             continue
         if not eq:
@@ -176,6 +190,7 @@ def _flags(command: str) -> dict[str, str]:
 # printed label -> result key (vLLM's JSON names); vLLM and SGLang differ only in the E2E labels
 LABELS: dict[str, str] = {
     "Successful requests": "completed",
+    "Failed requests": "failed",
     "Total input tokens": "total_input_tokens",
     "Total generated tokens": "total_output_tokens",
     "Output token throughput (tok/s)": "output_throughput",
@@ -194,7 +209,7 @@ LABELS: dict[str, str] = {
         )
     },
 }
-_REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
+_REQUIRED = ("completed", "output_throughput")
 
 
 SUMMARY_BANNER = "============ Serving Benchmark Result ============"
@@ -216,8 +231,8 @@ def read_printed(
     display: str, data: bytes, problems: Problems, tool: str, expected: str
 ) -> list[Measurement] | None:
     """The printed summaries of ``tool`` (whose harness is its name), or ``None`` when ``data`` is
-    JSON for the caller to read; text holding no summary is an error saying what was ``expected``."""
-    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+    JSON (an object, or a list of them) for the caller to read; text holding no summary is an error saying what was ``expected``."""
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith((b"{", b"[")):
         return None
     printed = read_summaries(display, data, problems, tool, tool)
     if printed is not None:
@@ -262,6 +277,7 @@ def read_summaries(
                 told[LABELS[label]] = f"line {line}"
         result = Result(values, where, printed=True)
         reasons: list[str] = []
+        cautions: list[str] = []
         head = f"{harness} printed summary: {values['completed']} requests completed"
         for key, label in (("request_rate", "request rate"), ("max_concurrency", "max concurrency")):
             if key in values:
@@ -277,9 +293,12 @@ def read_summaries(
             shown.values.get("model"),
             head,
             reasons,
+            cautions,
         )
         for reason in reasons:
             problems.error(display, block.line, reason)
+        for caution in cautions:
+            problems.warn(display, block.line, caution)
         if item is not None:
             out.append(item)
     return out

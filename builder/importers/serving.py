@@ -7,7 +7,14 @@ and in the summary they print. Readers turn either into a :class:`Result` keyed 
 - prompt_tokens / output_tokens = round(total_input_tokens / completed), likewise for the output;
 - aggregate_tok_s = output_throughput; decode_tok_s = 1000 / median_tpot_ms;
 - ttft_ms, itl_ms, tpot_ms, e2el_ms = the medians; ``*_p99_ms`` = the 99th percentiles;
-- the load: ``request_rate`` and ``max_concurrency`` (see :func:`builder.importers.load_cells`).
+- the load: ``request_rate`` and ``max_concurrency`` (see :func:`builder.importers.load_cells`);
+- requests = completed + failed and failed_requests = failed, when the result counts its failed requests;
+  a result where every request failed is refused, saying so.
+
+A summary trimmed of its token totals still gives a row: prompt_tokens is the ``--random-input-len`` of
+the command line shown above it when that run used fixed-length random prompts (``--dataset-name
+random``, no ``--random-range-ratio``), else ``unknown``; output_tokens its ``--random-output-len``
+only under ``--ignore-eos``; a warning says which.
 
 Values are copied as written (a printed ``43.65`` stays ``43.65``); nothing is rounded but the lengths.
 """
@@ -80,18 +87,26 @@ def measurement(
     model: str | None,
     head: str,
     problems_out: list[str],
+    warnings_out: list[str] | None = None,
 ) -> Measurement | None:
-    """The row of one run, or ``None`` with the reasons appended to ``problems_out``."""
+    """The row of one run, or ``None`` with the reasons appended to ``problems_out`` (what the row
+    leaves unknown is appended to ``warnings_out``)."""
     before = len(problems_out)
     cells: dict[str, str] = {"harness": harness, "source": source}
     notes: list[str] = []
     completed = 0
+    lengths = "totals"
     try:
         completed = _count(result, "completed")
+        failed = _count(result, "failed") if result.get("failed") is not None else None
         if completed == 0:
             problems_out.append(
-                f"{result.where('completed')} is 0: no request finished, so there is nothing to import"
+                f"all {failed} requests failed: no request succeeded, so there is nothing to import"
+                if failed
+                else f"{result.where('completed')} is 0: no request finished, so there is nothing to import"
             )
+        elif "total_input_tokens" not in result.values or "total_output_tokens" not in result.values:
+            lengths = _lengths_without_totals(result, cells, harness, warnings_out)
         else:
             for total, name in (
                 ("total_input_tokens", "prompt_tokens"),
@@ -99,6 +114,8 @@ def measurement(
             ):
                 # Python's round-half-to-even of the mean length
                 cells[name] = str(round(_count(result, total) / completed))
+        if failed is not None:
+            cells["requests"], cells["failed_requests"] = str(completed + failed), str(failed)
     except NotANumber as exc:
         problems_out.append(str(exc))
     for key, name in COPIED:
@@ -126,14 +143,64 @@ def measurement(
         return None
     summary = [head]
     summary += [s for name, label in _LATENCIES if (s := _spread(result, name, label)) is not None]
-    summary.append(
-        f"prompt_tokens and output_tokens are total_input_tokens {result.get('total_input_tokens')} and "
-        f"total_output_tokens {result.get('total_output_tokens')} divided by {completed} completed requests, rounded"
-    )
+    if lengths == "totals":
+        summary.append(
+            f"prompt_tokens and output_tokens are total_input_tokens {result.get('total_input_tokens')} and "
+            f"total_output_tokens {result.get('total_output_tokens')} divided by {completed} completed "
+            "requests, rounded"
+        )
+    else:
+        summary.append(lengths)
+    if cells.get("failed_requests", "0") != "0":
+        summary.append(
+            f"{cells['failed_requests']} of {cells['requests']} requests failed; the metrics are of the others"
+        )
     if "decode_tok_s" in cells:
         summary.append("decode_tok_s = 1000 / median TPOT")
     cells["notes"] = "; ".join(summary + notes) + "."
     return Measurement(origin, cells, meta, model, load=load, unknown=unknown)
+
+
+def _lengths_without_totals(
+    result: Result, cells: dict[str, str], harness: str, warnings_out: list[str] | None
+) -> str:
+    """prompt_tokens and output_tokens of a summary without its token totals, from the command line
+    above it where that shows them; the note saying where they come from."""
+    shown = result.get("random_input_len"), result.get("random_output_len")
+    ratio = result.get("random_range_ratio")
+    # every random prompt has the given length: vLLM's default range ratio; SGLang's only at ratio 1
+    exact = ratio in ("1", "1.0") if harness.startswith("sglang") else ratio is None
+    fixed = result.get("dataset_name") == "random" and exact
+    told: list[str] = []
+    if fixed and shown[0] is not None and str(shown[0]).isdigit() and int(shown[0]) > 0:
+        cells["prompt_tokens"] = str(shown[0])
+        told.append(f"prompt_tokens is the command line's --random-input-len {shown[0]}")
+    else:
+        cells["prompt_tokens"] = "unknown"
+    if (
+        fixed
+        and result.get("ignore_eos")
+        and shown[1] is not None
+        and str(shown[1]).isdigit()
+        and int(shown[1]) > 0
+    ):
+        cells["output_tokens"] = str(shown[1])
+        told.append(f"output_tokens is its --random-output-len {shown[1]} (with --ignore-eos)")
+    lacking = [
+        label
+        for key, label in (("prompt_tokens", "prompt length"), ("output_tokens", "output length"))
+        if not cells.get(key, "unknown").isdigit()
+    ]
+    if lacking and warnings_out is not None:
+        warnings_out.append(
+            f"the summary has no 'Total input tokens' and 'Total generated tokens' lines, so the "
+            f"{' and '.join(lacking)} {'is' if len(lacking) == 1 else 'are'} not known"
+            + (" and the row takes no part in comparisons" if cells["prompt_tokens"] == "unknown" else "")
+            + ": add those two lines from the run's log above the closing line of '=', or paste the "
+            "benchmark command line above the summary (a --dataset-name random run gives them by its "
+            "--random-input-len and, with --ignore-eos, --random-output-len)"
+        )
+    return "; ".join(told or ["the summary gives no token totals, so the prompt length is unknown"])
 
 
 def _load(result: Result, problems_out: list[str]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -188,7 +255,7 @@ def _spread(result: Result, name: str, label: str) -> str | None:
     parts = {stat: result.get(f"{stat}_{name}_ms") for stat in ("median", "mean", "std", "p99")}
     if all(v is None for v in parts.values()):
         return None
-    text = f"{label} median {parts['median']} ms"
+    text = f"{label} median {parts['median']} ms" if parts["median"] is not None else f"{label}"
     extra = []
     if parts["mean"] is not None:
         extra.append(f"mean {parts['mean']}" + (f" ± {parts['std']} sd" if parts["std"] is not None else ""))

@@ -5,7 +5,10 @@ one line appended per run. The mapping is :mod:`builder.importers.serving`'s, wi
 the end-to-end latency (``median_e2e_latency_ms``, ``Median E2E Latency (ms)``). SGLang writes an
 unbounded request rate as JSON ``Infinity``; its ``concurrency`` key and ``Concurrency:`` line are the
 concurrency it measured, not the cap (``max_concurrency``), and are kept in notes only. Neither form
-records the date: pass ``--date``.
+records the date: pass ``--date``. The JSON Lines of 2024's versions name the figures differently
+(``total_input``, ``total_output``, ``median_ttft``, ``median_itl``, ``median_e2e_latency``,
+``output_token_throughput``, all in ms or tok/s as now) and record no concurrency cap: those names are
+read as today's.
 """
 
 from __future__ import annotations
@@ -19,7 +22,18 @@ from builder.importers.printed import SUMMARY_BANNER, blocks, read_printed, sgla
 from builder.importers.serving import Result, measurement
 
 TOOL = "sglang bench_serving"
-_RENAMED = {"median_e2e_latency_ms": "median_e2el_ms", "p99_e2e_latency_ms": "p99_e2el_ms"}
+_RENAMED = {
+    "median_e2e_latency_ms": "median_e2el_ms",
+    "p99_e2e_latency_ms": "p99_e2el_ms",
+    # the names of 2024's versions
+    "total_input": "total_input_tokens",
+    "total_output": "total_output_tokens",
+    "median_ttft": "median_ttft_ms",
+    "median_itl": "median_itl_ms",
+    "mean_e2e_latency": "mean_e2el_ms",
+    "median_e2e_latency": "median_e2el_ms",
+    "output_token_throughput": "output_throughput",
+}
 _REQUIRED = ("completed", "total_input_tokens", "total_output_tokens", "output_throughput")
 
 
@@ -52,7 +66,8 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
         if not isinstance(obj, dict):
             problems.error(display, number, f"line {number} must be a JSON object")
             continue
-        missing = [key for key in _REQUIRED if key not in obj]
+        values: dict[str, Any] = {_RENAMED.get(str(key), str(key)): value for key, value in obj.items()}
+        missing = [key for key in _REQUIRED if key not in values]
         if missing:
             problems.error(
                 display,
@@ -60,7 +75,6 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
                 f"not an sglang bench_serving result: line {number} lacks {', '.join(missing)}",
             )
             continue
-        values: dict[str, Any] = {_RENAMED.get(str(key), str(key)): value for key, value in obj.items()}
         head = f"{TOOL}: {obj['completed']} requests completed"
         for key in ("backend", "dataset_name", "request_rate", "max_concurrency", "duration", "concurrency"):
             if key in obj:
@@ -68,7 +82,7 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
                 head += f", {label} {obj[key]}"
         reasons: list[str] = []
         item = measurement(
-            Result(values, {key: f"line {number} '{key}'" for key in values}),
+            Result(values, {_RENAMED.get(str(key), str(key)): f"line {number} '{key}'" for key in obj}),
             f"{display}:{number}",
             TOOL,
             f"{TOOL} result in {name}, line {number}",

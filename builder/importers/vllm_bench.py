@@ -5,7 +5,9 @@ keys that come and go between versions (``endpoint_type``, ``failed``, ``max_con
 ``request_goodput`` or ``request_goodput:``, ``*_e2el_ms``, detailed per-request lists) are optional.
 The mapping is :mod:`builder.importers.serving`'s. Values given to ``--metadata key=value`` are
 top-level keys and may carry the run's metadata; ``date`` (``YYYYMMDD-HHMMSS``) gives the day and time.
-A file of ``--append-result`` results (one JSON object per line) gives one row per line.
+A file of ``--append-result`` results (one JSON object per line) gives one row per line, and the
+``summary.json`` of ``vllm bench sweep serve`` (a JSON list of results, each with its ``run_number``
+and the parameters the sweep set) one row per result.
 """
 
 from __future__ import annotations
@@ -89,6 +91,10 @@ def read(display: str, data: bytes, problems: Problems) -> list[Measurement]:
     obj = load_json(display, data, problems, what, infinity=True)
     if obj is None:
         return []
+    if isinstance(obj, list) and obj:  # vllm bench sweep serve's summary.json
+        return [
+            item for index, run in enumerate(obj) for item in _result(display, None, run, problems, index)
+        ]
     return _result(display, None, obj, problems)
 
 
@@ -97,17 +103,23 @@ def _is_json_lines(data: bytes) -> bool:
     return len(lines) > 1 and all(line.startswith(b"{") and line.endswith(b"}") for line in lines)
 
 
-def _result(display: str, line: int | None, obj: Any, problems: Problems) -> list[Measurement]:
-    """The row of one saved result (``line``: its line in a file of appended results)."""
+def _result(
+    display: str, line: int | None, obj: Any, problems: Problems, index: int | None = None
+) -> list[Measurement]:
+    """The row of one saved result (``line``: its line in a file of appended results; ``index``: its
+    place in a sweep's list)."""
+    at = f"[{index}]" if index is not None else ""
     wrong = _wrong_format(obj)
     if wrong is not None:
-        problems.error(display, line, f"not a 'vllm bench serve --save-result' file: {wrong}")
+        problems.error(
+            display, line, f"not a 'vllm bench serve --save-result' file: {at + ': ' if at else ''}{wrong}"
+        )
         return []
     assert isinstance(obj, dict)
     errors_before = len(problems.errors)
 
     def fail(message: str) -> None:
-        problems.error(display, line, message)
+        problems.error(display, line, f"{at}: {message}" if at else message)
 
     meta: dict[str, str] = {}
     try:
@@ -129,16 +141,18 @@ def _result(display: str, line: int | None, obj: Any, problems: Problems) -> lis
         head += f" of {obj['num_prompts']}"
     if model:
         head += f", model_id {model}"
-    for key in ("backend", "request_rate", "max_concurrency", "burstiness", "duration"):
+    for key in ("run_number", "backend", "request_rate", "max_concurrency", "burstiness", "duration"):
         if key in obj:
             head += f", {key} {obj[key]}"
     reasons: list[str] = []
     name = PurePath(display).name
     item = measurement(
         Result(obj),
-        display if line is None else f"{display}:{line}",
+        (display if line is None else f"{display}:{line}") + (f" {at}" if at else ""),
         HARNESS,
-        f"{HARNESS} result {name}" + (f", line {line}" if line is not None else ""),
+        f"{HARNESS} result {name}"
+        + (f", line {line}" if line is not None else "")
+        + (f", {at}" if at else ""),
         meta,
         model,
         head,

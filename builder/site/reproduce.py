@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
+from packaging.version import InvalidVersion, Version
 
 from builder.content.flags import (
     FlagSyntaxError,
@@ -195,6 +196,27 @@ _SECONDS = 60
 """How long GuideLLM and AIPerf run at the setting (GuideLLM's documented example runs 60 s)."""
 
 
+def _num_prompts(s: _Setting) -> int:
+    """vLLM's and SGLang's ``--num-prompts`` (their default, 1000, runs for hours at a long output): ten
+    rounds of the concurrency, or about a minute of a finite rate; between 10 and 500."""
+    if s.rate is not None and not math.isinf(s.rate) and not s.concurrency:
+        return max(10, min(500, math.ceil(s.rate * _SECONDS)))
+    return max(10, min(500, 10 * (s.concurrency or 10)))
+
+
+GUIDELLM_RUN = Version("0.7")
+"""GuideLLM runs benchmarks with ``guidellm run`` and ``kind=`` options from this version on."""
+
+
+def _tool_version(row: Mapping[str, Any]) -> Version | None:
+    """The version the row's ``harness`` names (``guidellm 0.8.1``), when it names one."""
+    parts = str(row.get("harness") or "").split()
+    try:
+        return Version(parts[-1]) if len(parts) > 1 else None
+    except InvalidVersion:
+        return None
+
+
 def _lengths_and_depth(s: _Setting, tool: str, notes: list[str]) -> None:
     """Say what of the row's lengths and depth ``tool`` cannot be given."""
     if s.prompt is None:
@@ -220,7 +242,14 @@ def _load_options(s: _Setting, tool: str, notes: list[str]) -> Groups:
         out.append(["--max-concurrency", str(s.concurrency)])
     if s.rate is not None:
         out.append(["--request-rate", _number(s.rate)])
-        if s.burstiness is not None:
+        if s.burstiness is not None and tool == "sglang bench_serving":
+            # SGLang's arrivals are Poisson, burstiness 1; it has no --burstiness
+            if s.burstiness != 1 and not math.isinf(s.rate):
+                notes.append(
+                    "sglang bench_serving sends Poisson arrivals (burstiness 1): it cannot set the row's "
+                    f"burstiness {_number(s.burstiness)}."
+                )
+        elif s.burstiness is not None:
             out.append(["--burstiness", _number(s.burstiness)])
     return out
 
@@ -253,6 +282,7 @@ def _harness(
             ],
             ["--dataset-name", "random", "--ignore-eos"],
             *_load_options(s, tool, notes),
+            ["--num-prompts", str(_num_prompts(s))],
             ["--save-result", "--result-filename", out],
             ["--metadata", *metadata],
         ], out
@@ -264,6 +294,7 @@ def _harness(
             ["--model", model],
             ["--dataset-name", "random", "--random-range-ratio", "1"],
             *_load_options(s, tool, notes),
+            ["--num-prompts", str(_num_prompts(s))],
             ["--output-file", out],
         ], out
     if tool == "llama-bench":
@@ -282,7 +313,10 @@ def _harness(
         lines.append(["-o", "json", Verbatim(">"), out])
         return lines, out
     if tool == "guidellm":
-        return _guidellm(meta, s, stem, port, notes)
+        version = _tool_version(row)
+        if version is not None and version < GUIDELLM_RUN:
+            return _guidellm(meta, s, stem, port, notes)
+        return _guidellm_run(meta, s, stem, port, notes)
     if tool == "aiperf":
         if str(row.get("harness") or "").lower().startswith("genai-perf"):
             notes.append("The row was measured with genai-perf: the command runs its successor AIPerf.")
@@ -335,6 +369,38 @@ def _guidellm(meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[s
     _lengths_and_depth(s, "guidellm", notes)
     lines.append(["--max-seconds", str(_SECONDS)])
     lines.append(["--output-path", out])
+    return lines, out
+
+
+def _guidellm_run(
+    meta: RecipeMeta, s: _Setting, stem: str, port: int, notes: list[str]
+) -> tuple[Groups, str]:
+    """``guidellm run`` (GuideLLM 0.7 on, and a row that names no version) at the row's setting."""
+    out = f"{stem}.json"
+    model = meta.served_model or meta.checkpoint
+    lines: Groups = [
+        ["guidellm", "run", "--backend", f"kind=openai_http,target=http://127.0.0.1:{port},model={model}"]
+    ]
+    if meta.served_model:
+        lines.append(["--tokenizer", f"kind=huggingface_auto,model={meta.checkpoint}"])
+    cap = f",max_concurrency={s.concurrency}" if s.concurrency else ""
+    if s.rate is not None and not (math.isinf(s.rate) and s.concurrency):
+        if math.isinf(s.rate):
+            profile = "kind=throughput"
+        else:
+            # Poisson arrivals are burstiness 1; guidellm's other open-loop rate is evenly spaced
+            kind = "poisson" if s.burstiness == 1 else "constant"
+            profile = f"kind={kind},rate={_number(s.rate)}{cap}"
+    else:
+        profile = f"kind=concurrent,streams={s.concurrency or 1}"
+    lines.append(["--profile", profile])
+    data = ["kind=synthetic_text"]
+    data += [f"prompt_tokens={s.prompt}"] if s.prompt is not None else []
+    data += [f"output_tokens={s.output}"] if s.output is not None else []
+    lines.append(["--data", ",".join(data)])
+    _lengths_and_depth(s, "guidellm", notes)
+    lines.append(["--constraint", f"kind=max_duration,seconds={_SECONDS}"])
+    lines.append(["--output", f"kind=json,path={out}"])
     return lines, out
 
 

@@ -83,3 +83,18 @@ def test_content_parsed_in_a_child_gives_the_same_report(
     monkeypatch.setattr(builder.engine.check, "FORK_PAGES", 0)
     assert check_site(load_config(root)).as_json() == alone
     assert alone["errors" if broken else "findings"]
+
+
+def test_check_warns_when_more_than_5_percent_of_a_runs_requests_failed(make_site: MakeSite) -> None:
+    rows = history(
+        run("2026-01-01", 100.0, requests=20, failed_requests=1),  # 5 %: no warning
+        run("2026-02-01", 101.0, requests=20, failed_requests=2),  # 10 %
+        run("2026-03-01", 99.0),  # not recorded
+    )
+    report = check_site(load_config(make_site(site_files(rows))))
+    warned = [w for w in report.warnings if w.kind == "failed_requests"]
+    assert [w.message for w in warned] == [
+        "2 of 20 requests failed (10 %, more than 5 %): the metrics are of the requests that succeeded; "
+        "check the run"
+    ]
+    assert warned[0].line == 3

@@ -351,7 +351,7 @@ def test_llama_bench_combined_test_is_skipped_with_a_warning() -> None:
         "165.76",
         "3",
     )
-    assert item.meta == {"engine_version": "b5163", "engine_build": "8cf427ff"}
+    assert item.meta == {"engine_version": "b5163", "engine_build": "8cf427ff", "flags": "-ngl 99"}
     assert item.cells["harness"] == "llama-bench b5163"
 
 

@@ -137,6 +137,10 @@ def test_llama_bench_json_pairs_pp_and_tg() -> None:
         "time": "11:58",
         "engine_version": "b5163",
         "engine_build": "8cf427ff",
+        # every setting the JSON records, as llama-bench's options: a run with other settings is another run
+        "flags": "-b 2048 -ub 512 -t 8 -C 0x0 --cpu-strict 0 --poll 50 -ctk f16 -ctv f16 -ngl -1 -ncmoe 0 "
+        "-sm layer -mg 0 -nkvo 0 -fa -1 -dev auto -ts 0.00 -ot none -mmp 1 -dio 0 -embd 0 -nopo 0 "
+        "--no-host 0 --repack 1 --fit-target 0 --fit-min-ctx 0",
     }
     assert item.cells["harness"] == "llama-bench b5163"
     assert item.load == {"concurrency": "1"}
@@ -173,7 +177,7 @@ def test_llama_bench_markdown_with_depths() -> None:
     ]
     assert all("repetitions" not in i.cells for i in items)  # the command line shows no -r
     assert items[0].cells["harness"] == "llama-bench"  # the excerpt has no 'build:' line
-    assert items[0].meta == {}
+    assert [i.meta for i in items] == [{"flags": "-ngl -1"}] * 2  # the table's ngl column
 
 
 # --- llama-benchy --------------------------------------------------------------------------------

@@ -196,12 +196,59 @@ def test_guidellm_at_the_rows_setting(cells: dict[str, Any], profile: list[str])
     assert _option(imp, "--from") == "guidellm" and imp[6] == _option(words, "--output-path")
 
 
-def test_guidellm_says_it_cannot_cap_a_rate() -> None:
-    rep = reproduce(META, "tiny", _row(harness="guidellm", request_rate=2.5, concurrency=4))
+def test_guidellm_before_0_7_says_it_cannot_cap_a_rate() -> None:
+    rep = reproduce(META, "tiny", _row(harness="guidellm 0.6.1", request_rate=2.5, concurrency=4))
     assert "--rate-type constant --rate 2.5" in rep.harness
     assert (
         "guidellm cannot cap the concurrency of a run at a rate: the command sets the rate only." in rep.notes
     )
+
+
+@pytest.mark.parametrize(
+    ("cells", "profile"),
+    [
+        ({"concurrency": 4}, "kind=concurrent,streams=4"),
+        ({"concurrency": None, "request_rate": 2.5, "burstiness": 1.0}, "kind=poisson,rate=2.5"),
+        ({"concurrency": 4, "request_rate": 2.5}, "kind=constant,rate=2.5,max_concurrency=4"),
+        ({"concurrency": None, "request_rate": float("inf")}, "kind=throughput"),
+        ({"concurrency": 8, "request_rate": float("inf")}, "kind=concurrent,streams=8"),
+    ],
+)
+@pytest.mark.parametrize("harness", ["guidellm 0.7.0", "guidellm 0.8.1", "guidellm"])
+def test_guidellm_from_0_7_runs_with_guidellm_run(harness: str, cells: dict[str, Any], profile: str) -> None:
+    # GuideLLM 0.7 dropped `guidellm benchmark`; a row that names no version gets today's CLI
+    rep = reproduce(META, "tiny", _row(harness=harness, output_tokens=128, **cells))
+    words = _words(rep.harness)
+    assert words[:2] == ["guidellm", "run"] and "benchmark" not in words
+    assert (
+        _option(words, "--backend") == "kind=openai_http,target=http://127.0.0.1:8000,model=example/tiny-fp8"
+    )
+    assert _option(words, "--profile") == profile
+    assert _option(words, "--data") == "kind=synthetic_text,prompt_tokens=2048,output_tokens=128"
+    assert _option(words, "--constraint") == "kind=max_duration,seconds=60"
+    out = _option(words, "--output")
+    assert out.startswith("kind=json,path=")
+    assert _words(rep.import_line)[6] == out.removeprefix("kind=json,path=")
+    assert not any("cannot cap" in note for note in rep.notes)
+
+
+@pytest.mark.parametrize(
+    ("cells", "prompts"),
+    [
+        ({"concurrency": 1}, "10"),
+        ({"concurrency": 16}, "160"),
+        ({"concurrency": 256}, "500"),
+        ({"concurrency": None, "request_rate": 2.5}, "150"),
+        ({"concurrency": None, "request_rate": 0.05}, "10"),
+        ({"concurrency": None, "request_rate": float("inf")}, "100"),
+    ],
+)
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_serving_benchmarks_send_a_few_prompts_not_the_default_thousand(
+    engine: str, cells: dict[str, Any], prompts: str
+) -> None:
+    rep = reproduce(META, "tiny", _row(engine=engine, output_tokens=128, **cells))
+    assert _option(_words(rep.harness), "--num-prompts") == prompts
 
 
 @pytest.mark.parametrize("harness", ["aiperf 0.1.1", "genai-perf"])
@@ -281,3 +328,16 @@ def test_text_is_the_three_commands_with_notes_as_comments() -> None:
         "# a note\\nwith a newline\n# 1. serve\nserve\n# 2. benchmark\nbench\n"
         "# 3. import the result as a row file\nimport\n"
     )
+
+
+def test_sglang_has_no_burstiness_option_and_says_so() -> None:
+    # SGLang's bench_serving (0.5.23's help, tests/fixtures/harness/cli) sends Poisson arrivals only
+    poisson = reproduce(META, "tiny", _row(engine="sglang", request_rate=2.5, burstiness=1.0))
+    assert "--burstiness" not in poisson.harness and not any("burstiness" in n for n in poisson.notes)
+    bursty = reproduce(META, "tiny", _row(engine="sglang", request_rate=2.5, burstiness=0.5))
+    assert "--burstiness" not in bursty.harness
+    assert (
+        "sglang bench_serving sends Poisson arrivals (burstiness 1): it cannot set the row's burstiness 0.5."
+        in bursty.notes
+    )
+    assert "--burstiness 0.5" in reproduce(META, "tiny", _row(request_rate=2.5, burstiness=0.5)).harness
