@@ -32,7 +32,8 @@ class SiteFiles(dict[str, bytes]):
 
 
 def build_site(config: SiteConfig, timings: Timings | None = None) -> SiteFiles:
-    """Every file of the site ``config`` describes, by output path; nothing is written.
+    """Every file of the site ``config`` describes, by output path. Nothing is written but the Vega
+    runtime's bundle, cached by its versions (:func:`builder.site.chart_runtime.runtime_bundle`).
 
     Raises :class:`builder.errors.BuildAborted` with every problem of the input (``path:line``), as
     the incremental build does, or another :class:`builder.errors.BuilderError` (a template error).
