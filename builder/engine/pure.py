@@ -2,7 +2,7 @@
 
 :func:`build_site` is the pipeline a newcomer can read from first line to last: nothing kept between
 builds, no loader strategy, memo, thread, fork or callback. It returns every output file's bytes and
-writes nothing; :func:`publish_site` swaps them in as the new site. ``build --no-cache`` is these two
+writes no output; :func:`publish_site` swaps them in as the new site. ``build --no-cache`` is these two
 steps, and the equivalence tests compare the incremental engine's output with :func:`build_site`'s.
 """
 
