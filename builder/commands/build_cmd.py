@@ -14,7 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="build from scratch: ignore the build cache in <root>/.cache/builder and keep none",
+        help="build from scratch with the plain pipeline: read no build cache in <root>/.cache/builder and"
+        " keep none (the same bytes as a cached build)",
     )
     parser.add_argument(
         "--jobs", type=int, metavar="N", help="render with N processes (default: one per core for big builds)"
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
     from builder.engine.incremental import IncrementalBuilder
 
     config = load_config(args.root, args.out, verbose=args.verbose)
+    if args.no_cache:
+        return _build_without_cache(config, args.verbose)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     try:
         report = IncrementalBuilder(config, persist=not args.no_cache, workers=args.jobs, progress=bar).run(
@@ -95,4 +98,16 @@ def run(args: argparse.Namespace) -> int:
         report.warnings,
         report.summary() if args.verbose else None,
     )
+    return 0
+
+
+def _build_without_cache(config: Any, verbose: bool) -> int:
+    """The plain pipeline (:func:`builder.engine.pure.build_site`), then the new tree swapped in."""
+    from builder.engine.pipeline import Timings
+    from builder.engine.pure import build_site, publish_site
+
+    timings = Timings()
+    files = build_site(config, timings)
+    timings.measure("write", lambda: publish_site(files, config.out, config.root, config.cache_dir / "trash"))
+    _print(len(files), files.rows, str(config.out), files.warnings, timings.summary() if verbose else None)
     return 0

@@ -1,4 +1,4 @@
-"""Every field of every model, every data file and every template edited: incremental equals clean.
+"""Every field of every model, every data file and every template edited: the engine equals build_site.
 
 The edits are generated from the pydantic models (:mod:`builder.content.models` and
 :class:`builder.config.SiteSettings`): the fields are walked through ``model_fields``, nested models
@@ -8,9 +8,10 @@ lives: front matter, ``data/*.yaml``, ``site.yaml`` or a cell of a row file. Eve
 the markdown bodies are edited too, and each model also gets one edit it rejects.
 
 After each small batch of edits of one kind (see :meth:`Editor.batches`) a long-lived incremental
-builder (told what changed, or left to look, or started afresh from its record on disk) and a clean
-build into a fresh folder must give the same output tree byte for byte; when an edit makes the site
-invalid, both must fail with the same problems and the incremental output must stay as it was.
+builder (told what changed, or left to look, or started afresh from its record on disk) and the plain
+pipeline (:func:`builder.engine.pure.build_site`, in memory) must give the same files byte for byte;
+when an edit makes the site invalid, both must fail with the same problems and the incremental output
+must stay as it was.
 Adding a field, a model or a template the generator cannot edit fails the coverage tests.
 """
 
@@ -21,7 +22,6 @@ import datetime as dt
 import io
 import random
 import re
-import shutil
 import sys
 import types
 from collections import Counter, defaultdict
@@ -41,6 +41,7 @@ from builder.content.models import Annotation, CaseStudyMeta, Hardware, Node, Po
 from builder.engine.incremental import IncrementalBuilder, build
 from builder.errors import BuildAborted, BuilderError
 from tests.conftest import REPO, synthetic_site, tree
+from tests.engine.pure_build import differences, pure_build
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -659,18 +660,6 @@ def outcome(run: Callable[[], object]) -> list[str] | None:
     return None
 
 
-def clean_build(root: Path, out: Path) -> list[str] | None:
-    shutil.rmtree(out, ignore_errors=True)
-    return outcome(lambda: build(load_config(root, out), cache=False, workers=1))
-
-
-def differences(a: Path, b: Path) -> str:
-    left, right = tree(a), tree(b)
-    only = sorted(set(left) ^ set(right))
-    differ = sorted(k for k in set(left) & set(right) if left[k] != right[k])
-    return f"only in one tree: {only[:10]}; bytes differ: {differ[:10]}" if only or differ else ""
-
-
 # Tests ----------------------------------------------------------------------------------------------
 
 
@@ -725,12 +714,13 @@ def test_generated_edits_build_as_clean_builds(site: Path, tmp_path: Path) -> No
     for position, invalid in enumerate(editor.invalid_edits()):
         batches.insert(position * (INVALID_EVERY + 1) + INVALID_EVERY, [invalid])
 
-    out, clean = tmp_path / "incremental", tmp_path / "clean"
+    out = tmp_path / "incremental"
     config = load_config(site, out)  # each build reads site.yaml again
     engine = IncrementalBuilder(config, persist=True, workers=1)
     assert outcome(lambda: engine.run(None)) is None
-    assert clean_build(site, clean) is None
-    assert not differences(out, clean), differences(out, clean)
+    problems, files = pure_build(site, out)
+    assert problems is None, problems
+    assert not differences(out, files), differences(out, files)
 
     built: set[str] = set()
     failed: list[tuple[list[str], list[str]]] = []
@@ -755,12 +745,12 @@ def test_generated_edits_build_as_clean_builds(site: Path, tmp_path: Path) -> No
             got = outcome(lambda: build(load_config(site, out), cache=True, workers=1))
             engine = IncrementalBuilder(config, persist=True, workers=1)
         step += 1
-        expected = clean_build(site, clean)
-        assert got == expected, f"step {step} {labels}: incremental build {got}, clean build {expected}"
+        expected, files = pure_build(site, out)
+        assert got == expected, f"step {step} {labels}: incremental build {got}, build_site {expected}"
         invalid = labels[0].startswith("invalid")
         if expected is None:
             assert not invalid, f"step {step} {labels}: the build accepted a value its model rejects"
-            assert not differences(out, clean), f"step {step} {labels}: {differences(out, clean)}"
+            assert not differences(out, files), f"step {step} {labels}: {differences(out, files)}"
             built.update(labels)
             editor.journal, pending = {}, set()
             continue
@@ -778,8 +768,9 @@ def test_generated_edits_build_as_clean_builds(site: Path, tmp_path: Path) -> No
             batches.insert(0, batch)
     if pending:
         assert outcome(lambda: engine.run(pending)) is None
-        assert clean_build(site, clean) is None
-        assert not differences(out, clean), differences(out, clean)
+        problems, files = pure_build(site, out)
+        assert problems is None, problems
+        assert not differences(out, files), differences(out, files)
 
     never = sorted({edit.label for edit in editor.plan()} - built)
     assert not never, f"edits that never built: {never}; the builds that failed: {failed}"
@@ -809,12 +800,13 @@ def test_editing_a_row_moves_the_figures_bound_to_it(site: Path, tmp_path: Path)
         text.replace("## Troubleshooting\n", f"## Troubleshooting\n\nSee {figure}.\n", 1), encoding="utf-8"
     )
 
-    out, clean = tmp_path / "incremental", tmp_path / "clean"
+    out = tmp_path / "incremental"
     config = load_config(site, out)
     engine = IncrementalBuilder(config, persist=True, workers=1)
     assert outcome(lambda: engine.run(None)) is None
-    assert clean_build(site, clean) is None
-    assert not differences(out, clean), differences(out, clean)
+    problems, files = pure_build(site, out)
+    assert problems is None, problems
+    assert not differences(out, files), differences(out, files)
     assert "12.5 tok/s" in (out / f"recipes/{first}/index.html").read_text(encoding="utf-8")
 
     for value, told in (("13.75", True), ("14.5", False)):
@@ -823,8 +815,9 @@ def test_editing_a_row_moves_the_figures_bound_to_it(site: Path, tmp_path: Path)
             encoding="utf-8",
         )
         assert outcome(partial(engine.run, {rows} if told else None)) is None
-        assert clean_build(site, clean) is None
-        assert not differences(out, clean), differences(out, clean)
+        problems, files = pure_build(site, out)
+        assert problems is None, problems
+        assert not differences(out, files), differences(out, files)
         shown = {
             rel: (out / rel).read_text(encoding="utf-8")
             for rel in (
@@ -839,4 +832,4 @@ def test_editing_a_row_moves_the_figures_bound_to_it(site: Path, tmp_path: Path)
     # A row the figure needs, gone: both builds stop on the same problem.
     rows.unlink()
     stopped = outcome(lambda: engine.run({rows}))
-    assert stopped is not None and stopped == clean_build(site, clean)
+    assert stopped is not None and stopped == pure_build(site, out)[0]

@@ -1,11 +1,11 @@
-"""The incremental builder gives the bytes of a clean build after any series of edits.
+"""The incremental builder gives the bytes of the plain pipeline (``build_site``) after any series of edits.
 
 A small SYNTHETIC site (bench/generate.py) gets a long, seeded series of random edits — rows
 changed, added, deleted; recipes' bodies and front matter edited, recipes added and deleted; templates,
 case studies, posts, nodes and hardware edited; errors introduced and fixed. After each edit one
-long-lived builder rebuilds (told what changed, or not) and a clean build without any cache is made
-beside it: the two output trees must be identical byte for byte, or both builds must fail with the
-same problems while the incremental output stays as it was.
+long-lived builder rebuilds (told what changed, or not) and :func:`builder.engine.pure.build_site`
+builds the site in memory: its files and the published tree must be identical byte for byte, or both
+builds must fail with the same problems while the incremental output stays as it was.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from builder.config import load_config
 from builder.engine import incremental
 from builder.engine.build_state import state_dir
 from builder.engine.incremental import IncrementalBuilder, build
-from builder.errors import BuildAborted, BuilderError
 from tests.conftest import REPO, synthetic_site, tree
+from tests.engine.pure_build import published, pure_build
 
 sys.path.insert(0, str(REPO / "bench"))
 import generate  # noqa: E402
@@ -35,7 +35,10 @@ STEPS = 14
 
 
 def assert_same_tree(a: Path, b: Path, step: str) -> None:
-    left, right = tree(a), tree(b)
+    assert_same_files(tree(a), tree(b), step)
+
+
+def assert_same_files(left: dict[str, bytes], right: dict[str, bytes], step: str) -> None:
     assert sorted(left) == sorted(right), f"{step}: file lists differ: {sorted(set(left) ^ set(right))[:10]}"
     differing = [k for k in left if left[k] != right[k]]
     assert not differing, f"{step}: {len(differing)} files differ, e.g. {differing[:5]}"
@@ -232,15 +235,11 @@ class Editor:
         return {path}
 
 
-def clean_build(root: Path, out: Path) -> list[str] | None:
-    """The clean build's problems, or None when it succeeded."""
-    try:
-        build(load_config(root, out), cache=False, workers=1)
-    except BuildAborted as exc:
-        return [p.format() for p in exc.problems]
-    except BuilderError as exc:
-        return [exc.problem().format()]
-    return None
+def assert_as_built(root: Path, out: Path, step: str) -> None:
+    """The site published in ``out`` is ``build_site``'s, byte for byte."""
+    problems, files = pure_build(root, out)
+    assert problems is None, f"{step}: build_site failed: {problems[:3]}"
+    assert_same_files(published(out), files, step)
 
 
 @pytest.mark.parametrize(("atomic", "steps"), [(True, STEPS), (False, 6)])
@@ -249,14 +248,12 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
     rnd = random.Random(SEED + int(atomic))
     editor = Editor(site, rnd)
     out = tmp_path / "out-incremental"
-    clean = tmp_path / "out-clean"
     # The preview's mode also keeps the render context, whose site, reconciliation and rows by recipe
     # a template-only edit reuses.
     engine = IncrementalBuilder(load_config(site, out), workers=1, atomic=atomic, keep_context=not atomic)
     first = engine.build(None)
     assert first.ok, first.problems
-    assert clean_build(site, clean) is None
-    assert_same_tree(out, clean, "initial build")
+    assert_as_built(site, out, "initial build")
 
     edits = [
         editor.change_row,
@@ -295,16 +292,16 @@ def test_random_edits_match_clean_builds(site: Path, tmp_path: Path, atomic: boo
             report = engine.build(None)
         else:
             report = engine.build(touched if step % 2 else None)
-        expected_problems = clean_build(site, clean)
+        expected_problems, files = pure_build(site, out)
         if expected_problems is not None:
             assert not report.ok, (
-                f"{label}: clean build failed ({expected_problems[:3]}) but incremental did not"
+                f"{label}: build_site failed ({expected_problems[:3]}) but incremental did not"
             )
             assert sorted(p.format() for p in report.problems) == sorted(expected_problems), label
             assert tree(out) == before, f"{label}: a failed build changed the output"
             continue
         assert report.ok, f"{label}: {report.problems[:3]}"
-        assert_same_tree(out, clean, label)
+        assert_same_files(published(out), files, label)
         changed_files = {k for k, v in tree(out).items() if before.get(k) != v} | (
             set(before) - set(tree(out))
         )
@@ -495,8 +492,7 @@ def test_a_corrupt_cache_is_detected_and_the_build_starts_clean(
     assert report.ok, report.problems
     assert report.cache_note is not None and "discarded" in report.cache_note
     assert report.reused == 0  # nothing trusted from the broken record
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", f"{victim} {damage}")
+    assert_as_built(site, out, f"{victim} {damage}")
     # The next build trusts the fresh record again.
     again = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert again.ok and again.noop and again.cache_note is None
@@ -547,8 +543,7 @@ def test_cli_builds_after_each_kind_of_edit_make_a_clean_builds_bytes(site: Path
     for edit in (editor.edit_body, editor.add_rows, editor.edit_front, damage_a_page_and_edit):
         edit()
         assert main(["build", "--root", str(site), "--out", str(out)]) == 0
-        assert clean_build(site, tmp_path / "clean") is None
-        assert_same_tree(out, tmp_path / "clean", edit.__name__)
+        assert_as_built(site, out, edit.__name__)
 
 
 def test_kept_parses_and_bodies_go_when_the_builder_changes(
@@ -576,8 +571,7 @@ def test_kept_parses_and_bodies_go_when_the_builder_changes(
     recipe = sorted((site / "content" / "recipes").glob("*.md"))[0]
     recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok  # from load.pickle
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "after the builder changed")
+    assert_as_built(site, out, "after the builder changed")
 
 
 def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: Path) -> None:
@@ -603,8 +597,7 @@ def test_new_rows_are_kept_only_when_their_build_succeeds(site: Path, tmp_path: 
     recipe.write_text(recipe.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
     again = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert again.ok and again.cache_note is None and again.reused > 0
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "after the rows were saved from the thread")
+    assert_as_built(site, out, "after the rows were saved from the thread")
 
 
 def test_an_edit_build_reads_only_the_changed_content_file(
@@ -684,8 +677,7 @@ def test_findings_pages_follow_the_findings_not_every_row(
     assert report.ok and rendered == ["feed"]
     assert (out / "findings" / "feed.xml").read_bytes() != before
     assert "findings/index.html" in report.written
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "after a row file made a finding")
+    assert_as_built(site, out, "after a row file made a finding")
 
 
 def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
@@ -715,5 +707,4 @@ def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
     generate.add_row_file(site, 0, "2026-05-02", rows=6, seed=5)
     assert IncrementalBuilder(config, workers=1).build(None).ok
     assert ranked == [hardware]
-    assert clean_build(site, tmp_path / "clean") is None
-    assert_same_tree(out, tmp_path / "clean", "new row file")
+    assert_as_built(site, out, "new row file")

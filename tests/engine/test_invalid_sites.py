@@ -1,5 +1,6 @@
 """Each broken site under tests/sites_invalid/ is the minimal site plus the files in its folder;
-``check`` must report exactly the lines of its expected.txt (path:line: message), in one pass."""
+``check`` must report exactly the lines of its expected.txt (path:line: message), in one pass, and
+``build_site`` stop with them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from builder.config import load_config
 from builder.engine.check import check_site
 from builder.engine.incremental import build
+from builder.engine.pure import build_site
 from builder.errors import BuildAborted
 from tests.conftest import SITES, SITES_INVALID
 
@@ -49,3 +51,13 @@ def test_build_aborts_and_keeps_previous_site(case: str, tmp_path: Path) -> None
         build(load_config(root, out))
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_build_site_stops_with_every_problem_of_an_invalid_site(case: str, tmp_path: Path) -> None:
+    expected = (SITES_INVALID / case / "expected.txt").read_text(encoding="utf-8").splitlines()
+    out = tmp_path / "out"
+    with pytest.raises(BuildAborted) as caught:
+        build_site(load_config(_overlay(case, tmp_path), out))
+    assert sorted(p.format() for p in caught.value.problems) == sorted(expected)
+    assert not out.exists()

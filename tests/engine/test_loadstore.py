@@ -10,8 +10,10 @@ import pytest
 from builder.config import load_config
 from builder.engine import loadstore
 from builder.engine.build_state import state_dir
-from builder.engine.incremental import IncrementalBuilder, build
+from builder.engine.incremental import IncrementalBuilder
+from builder.engine.pure import build_site
 from tests.conftest import MakeSite
+from tests.engine.pure_build import published
 
 TINY = (Path(__file__).parents[1] / "sites/minimal/content/recipes/tiny.md").read_text(encoding="utf-8")
 
@@ -19,10 +21,6 @@ TINY = (Path(__file__).parents[1] / "sites/minimal/content/recipes/tiny.md").rea
 @pytest.fixture
 def root(make_site: MakeSite) -> Path:
     return make_site({f"content/recipes/tiny-{n}.md": TINY for n in range(2, 14)})
-
-
-def _files(out: Path) -> dict[str, bytes]:
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
 def _edit(root: Path, marker: str) -> Path:
@@ -52,8 +50,7 @@ def test_a_row_file_build_writes_the_cache_again_and_the_next_build_reads_it(
     rows.write_text("".join(lines + [lines[-1].replace("2026-01-02", "2026-01-03", 1)]), encoding="utf-8")
     _build_fresh(root, out)
     assert (folder / loadstore.BASE).stat().st_ino != before
-    build(load_config(root, tmp_path / "clean"), cache=False)
-    assert _files(out) == _files(tmp_path / "clean")
+    assert published(out) == build_site(load_config(root, out))
     _edit(root, "Another synthetic edit.")  # read back: load.pickle names the blobs beside it
     engine = IncrementalBuilder(load_config(root, out), workers=1)
     report = engine.build(None)
@@ -75,5 +72,4 @@ def test_blobs_that_load_pickle_does_not_name_discard_the_cache(root: Path, tmp_
     _edit(root, "The last edit.")
     report = IncrementalBuilder(load_config(root, out), workers=1).build(None)
     assert report.ok and report.cache_note is not None and "blobs.pickle" in report.cache_note
-    build(load_config(root, tmp_path / "clean"), cache=False)
-    assert _files(out) == _files(tmp_path / "clean")
+    assert published(out) == build_site(load_config(root, out))

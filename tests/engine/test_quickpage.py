@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.engine import pipeline
-from builder.engine.incremental import IncrementalBuilder
+from builder.engine.pure import build_site
 from builder.serve.devserver import RebuildResult
 from builder.serve.preview import WARM, PreviewBuilder
 from tests.conftest import REPO
@@ -38,11 +38,9 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def _clean(root: Path, tmp_path: Path) -> Path:
-    out = tmp_path / "clean"
-    report = IncrementalBuilder(load_config(root, out), persist=False, workers=1).build(None)
-    assert report.ok, report.problems
-    return out
+def _clean(root: Path, tmp_path: Path) -> dict[str, bytes]:
+    """The site as :func:`builder.engine.pure.build_site` makes it."""
+    return build_site(load_config(root, tmp_path / "clean"))
 
 
 def _header(root: Path) -> str:
@@ -65,7 +63,7 @@ def test_recipe_edit_is_answered_with_its_page_then_the_full_rebuild(root: Path,
     full = preview(quick.followup)
     assert full.ok and full.followup == frozenset()
     assert PAGE not in (full.changed or ())  # the full build rendered the same bytes
-    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+    assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
 
 
 def test_new_row_file_shows_on_its_recipe_page_first(root: Path, tmp_path: Path) -> None:
@@ -81,7 +79,7 @@ def test_new_row_file_shows_on_its_recipe_page_first(root: Path, tmp_path: Path)
 
     full = preview(quick.followup)
     assert full.ok and PAGE not in (full.changed or ())
-    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+    assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
 
 
 def test_edited_row_file_replaces_its_old_rows(root: Path, tmp_path: Path) -> None:
@@ -96,7 +94,7 @@ def test_edited_row_file_replaces_its_old_rows(root: Path, tmp_path: Path) -> No
     assert "43.9" in texts and "42.9" not in texts
     full = preview(quick.followup)
     assert full.ok and PAGE not in (full.changed or ())
-    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+    assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
 
 
 def _figures(path: Path) -> list[str]:
@@ -118,7 +116,7 @@ def test_a_quick_page_shows_its_figures_from_the_saved_rows(root: Path, tmp_path
     assert "77.8 tok/s" in shown and "76.8 tok/s" not in shown and "20.58 GiB" in shown
     full = preview(quick.followup)
     assert full.ok and PAGE not in (full.changed or ())
-    assert (tmp_path / "serve" / PAGE).read_bytes() == (_clean(root, tmp_path) / PAGE).read_bytes()
+    assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
 
 
 def test_a_quick_page_shows_a_figure_added_to_its_body(root: Path, tmp_path: Path) -> None:
@@ -203,7 +201,7 @@ def test_a_template_edit_reuses_the_loaded_site_and_matches_a_clean_build(
     assert loads == []  # only a template changed: the last site and reconciliation were reused
     clean = _clean(root, tmp_path)
     for page in (PAGE, "index.html", "findings/index.html"):
-        assert (tmp_path / "serve" / page).read_bytes() == (clean / page).read_bytes(), page
+        assert (tmp_path / "serve" / page).read_bytes() == clean[page], page
     # A content change after it loads again.
     loads.clear()
     recipe = root / "content/recipes" / f"{SLUG}.md"
@@ -233,4 +231,4 @@ def test_a_change_seen_by_a_failed_build_is_not_forgotten(root: Path, tmp_path: 
         html = (tmp_path / "serve" / page).read_text()
         assert "A title from the failed batch" in html, page
     clean = _clean(root, tmp_path)
-    assert (tmp_path / "serve" / "index.html").read_bytes() == (clean / "index.html").read_bytes()
+    assert (tmp_path / "serve" / "index.html").read_bytes() == clean["index.html"]
