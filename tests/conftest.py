@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -136,6 +137,14 @@ def synthetic_site(
     generate.write_site(root, recipes=recipes, rows=rows, cases=cases, posts=posts)
     shutil.copytree(REPO / "templates", root / "templates")
     return root
+
+
+def ctrl_c_works() -> None:
+    """``preexec_fn`` for a child a test interrupts with SIGINT: Ctrl-C's default disposition.
+
+    A test run started in the background by a shell ignores SIGINT, and a child inherits that (Python
+    then installs no KeyboardInterrupt handler), so the Ctrl-C a test sends would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_builder(*args: str, cwd: Path = REPO, timeout: float = 300) -> subprocess.CompletedProcess[str]:

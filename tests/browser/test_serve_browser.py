@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, MakeSite
+from tests.conftest import REPO, MakeSite, ctrl_c_works
 
 pytestmark = [pytest.mark.browser, pytest.mark.serial]
 
@@ -54,6 +54,7 @@ def serve(site: Path) -> Iterator[str]:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=ctrl_c_works,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -21,7 +21,7 @@ from builder.engine import output
 from builder.engine.incremental import build
 from builder.engine.output import MARKER, STAGING_MARKER, check_output_dir, publish
 from builder.errors import BuildAborted, OutputError
-from tests.conftest import REPO, MakeSite, tree
+from tests.conftest import REPO, MakeSite, ctrl_c_works, tree
 
 
 def siblings(folder: Path) -> list[str]:
@@ -204,6 +204,7 @@ def test_ctrl_c_midway_leaves_the_previous_site(built: tuple[Path, Path], tmp_pa
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         capture_output=True,
+        preexec_fn=ctrl_c_works,
         timeout=120,
     )
     assert proc.returncode == 130, proc.stderr.decode()

@@ -31,7 +31,7 @@ from builder.serve.devserver import BuildState, LiveReloadServer, RebuildResult
 from builder.serve.preview import PreviewBuilder, serve_out_dir
 from builder.serve.urlmap import HostCheck, inject, resolve, url_parts
 from builder.serve.watch import ChangeHandler, PendingChanges, WatchFilter
-from tests.conftest import REPO, MakeSite
+from tests.conftest import REPO, MakeSite, ctrl_c_works
 
 # --- Host header ---------------------------------------------------------------------------------
 
@@ -681,6 +681,7 @@ def test_serve_command_prints_the_url_serves_rebuilds_and_stops_on_ctrl_c(themed
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=ctrl_c_works,
     )
     try:
         assert proc.stdout is not None
