@@ -83,11 +83,9 @@ def opened(browser: Any, base_url: str) -> Iterator[Any]:
 
 
 def _scroll_through(page: Any) -> None:
-    """Scroll down a screen at a time so lazy work (charts) starts, then back to the top."""
-    height = page.evaluate("document.documentElement.scrollHeight")
-    for y in range(0, height + 900, 700):
-        page.evaluate(f"window.scrollTo(0, {y})")
-        page.wait_for_timeout(60)
+    """Bring each chart into view so that it draws (charts draw as they come near the viewport), then
+    the end of the page, then back to the top; wait for the drawing, not for a fixed time."""
+    page.evaluate(_SCROLL_TO_EACH_CHART)
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     # Each chart draws once it comes into view; an error hides it and is logged (visit.errors).
@@ -98,6 +96,18 @@ def _scroll_through(page: Any) -> None:
     if page.locator("script[src*='choose']").count():
         page.wait_for_load_state("networkidle")  # the chooser fetches its rankings
     page.evaluate("window.scrollTo(0, 0)")
+
+
+# Two animation frames after each scroll: the intersection observers run in the frame's rendering steps.
+_SCROLL_TO_EACH_CHART = """async () => {
+    const frames = () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    for (const chart of document.querySelectorAll('figure.chart')) {
+        chart.scrollIntoView({block: 'center'});
+        await frames();
+    }
+    window.scrollTo(0, document.documentElement.scrollHeight);
+    await frames();
+}"""
 
 
 _CHARTS_SETTLED = """() => Array.from(document.querySelectorAll('figure.chart')).every(

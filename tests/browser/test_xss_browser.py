@@ -48,8 +48,19 @@ def _visit(browser: Any, url: str, dialogs: list[str]) -> Any:
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(url, wait_until="load")
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.wait_for_timeout(150)
+    page.evaluate(_SETTLED)
     return page
+
+
+# What a payload could be waiting for has happened: two animation frames have run (lazy work that
+# the scroll started) and every image has loaded or failed (an onerror payload would have run).
+_SETTLED = """async () => {
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    await Promise.all(Array.from(document.images, (img) => img.complete ? null : new Promise((done) => {
+        img.addEventListener("load", done);
+        img.addEventListener("error", done);
+    })));
+}"""
 
 
 def test_no_payload_runs_on_any_page(browser: Any, xss_url: tuple[str, Path]) -> None:
@@ -92,7 +103,7 @@ def test_search_results_show_payloads_as_text(browser: Any, xss_url: tuple[str, 
     try:
         # The query hits the payloads: wait for the results (slow on a busy machine), then look.
         page.wait_for_function("document.querySelector('#search-results li') !== null", timeout=20000)
-        page.wait_for_timeout(300)
+        page.evaluate(_SETTLED)
         assert page.evaluate("typeof window.__xss") == "undefined"
         assert page.query_selector("#xss-injected") is None
         assert page.query_selector("#search-results img, #search-results svg, #search-results script") is None
