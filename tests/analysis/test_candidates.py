@@ -135,7 +135,7 @@ def tables(draw: st.DrawFn) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-@settings(max_examples=examples(75), deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(tables(), st.booleans())
 def test_candidate_trials_are_those_of_the_rule_read_plainly(table: pa.Table, exhaustive: bool) -> None:
     got = candidate_trials(table, exhaustive=exhaustive)
@@ -144,7 +144,7 @@ def test_candidate_trials_are_those_of_the_rule_read_plainly(table: pa.Table, ex
     assert rows == reference(table.to_pylist(), exhaustive)
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(tables(), st.booleans(), st.sampled_from([{0}, {1}, {0, 1}, set()]))
 def test_candidate_trials_of_some_recipes_are_theirs_in_the_whole_table(
     table: pa.Table, exhaustive: bool, recipes: set[int]
@@ -155,7 +155,7 @@ def test_candidate_trials_of_some_recipes_are_theirs_in_the_whole_table(
     assert rows == [row for row in reference(table.to_pylist(), exhaustive) if row[1] in recipes]
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(
     st.lists(
         st.one_of(st.integers(-5, 5), st.integers(-(2**40), 2**40), st.integers(0, 1 << 23)),
@@ -170,7 +170,7 @@ def test_integer_ranks_are_the_dictionary_ranks(values: list[int]) -> None:
     assert codes.tolist() == expected.tolist()
 
 
-@settings(max_examples=examples(100), deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(tables(), st.booleans())
 def test_candidate_trials_of_fully_measured_metrics_are_those_of_the_rule(
     table: pa.Table, exhaustive: bool

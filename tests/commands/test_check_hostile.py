@@ -161,7 +161,7 @@ MEMORY_LIMIT_KIB = 1_500_000
 
 
 @settings(
-    max_examples=examples(60),
+    max_examples=examples(30),
     deadline=10_000,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

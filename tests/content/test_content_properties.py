@@ -18,7 +18,7 @@ from builder.errors import Problems
 from tests.conftest import SITES, examples
 
 REL = "content/recipes/prop.md"
-PROPERTY = settings(max_examples=examples(40), deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(20), suppress_health_check=[HealthCheck.too_slow])
 
 
 def load(data: bytes) -> tuple[Any, Problems]:

@@ -48,7 +48,7 @@ FIELDS = (
     "flags",
     "notes",
 )
-PROPERTY = settings(max_examples=examples(25), deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(12), suppress_health_check=[HealthCheck.too_slow])
 
 # Cells that are valid for some field, and the ways real files get them wrong.
 NASTY = [
@@ -291,7 +291,7 @@ def test_csv_that_parses_in_bulk_gives_what_file_by_file_gives(rows: list[dict[s
         shutil.rmtree(root)
 
 
-@settings(max_examples=examples(25), deadline=5000)
+@settings(max_examples=examples(12))
 @given(
     st.lists(
         st.fixed_dictionaries(
@@ -334,7 +334,7 @@ def test_parquet_rows_load_exactly(rows: list[dict[str, Any]]) -> None:
 _NAME = st.text(alphabet="ab-_.Z09", min_size=1, max_size=5)
 
 
-@settings(max_examples=examples(30), deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(
     st.lists(
         st.tuples(

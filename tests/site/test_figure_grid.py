@@ -75,7 +75,7 @@ def _expected(rows: list[dict[str, Any]], quantity: str, recon: Reconciliation) 
     return {s: c for s, c in picked.items() if c is not None}
 
 
-@settings(max_examples=examples(150), deadline=None)
+@settings(max_examples=examples(75), deadline=None)
 @given(st.lists(_row, max_size=40))
 def test_grid_picks_what_pick_cell_picks(raw: list[dict[str, Any]]) -> None:
     rows, recon = _site(raw)
