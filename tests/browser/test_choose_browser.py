@@ -110,10 +110,10 @@ def test_without_javascript_each_hardware_page_ranks_at_every_setting(
     page, problems = opened(java_script_enabled=False, **(DESKTOP if device == "desktop" else PHONE))
     page.goto(base_url)
     page.click("main a[href='choose/']")
-    assert page.url == base_url + "choose/"
+    page.wait_for_url(base_url + "choose/")  # and its load event: the page is there to read
     assert not page.locator("#chooser").is_visible()  # the form needs the script
     page.click("main a[href='../choose/dgx-spark/'], main a[href='dgx-spark/']")
-    assert page.url == base_url + "choose/dgx-spark/"
+    page.wait_for_url(base_url + "choose/dgx-spark/")
     headings = page.locator("main h2").all_inner_texts()
     assert headings[0] == "512-token prompt, context 0, concurrency 1"
     assert AT_2048 in headings
@@ -163,7 +163,7 @@ def test_the_top_navigation_leads_to_the_chooser(opened: Open, base_url: str) ->
     page, problems = opened(**PHONE)
     page.goto(base_url + "recipes/")
     page.locator("header nav[aria-label=Site] a", has_text="Choose").click()
-    assert page.url == base_url + "choose/"
+    page.wait_for_url(base_url + "choose/")
     assert page.locator("header nav[aria-label=Site] a[aria-current=page]").inner_text() == "Choose"
     assert problems == []
 
