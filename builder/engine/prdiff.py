@@ -15,7 +15,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,11 +109,13 @@ class SiteDiff:
 # ------------------------------------------------------------------------------------------ git
 
 
-def _git(args: list[str], cwd: Path) -> str:
+def git(args: Sequence[str], cwd: Path) -> str:
+    """Run git with an argument list and return its output; its failure (or its absence) is a
+    :class:`ConfigError` with git's message. ``diff`` and ``contribute`` both read git through it."""
     try:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     except FileNotFoundError:
-        raise ConfigError("git is not installed; diff needs it to read the base revision") from None
+        raise ConfigError("git is not installed; diff and contribute need it") from None
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
         raise ConfigError(f"git {' '.join(args)}: {message}")
@@ -123,7 +125,7 @@ def _git(args: list[str], cwd: Path) -> str:
 def resolve(root: Path, ref: str) -> str:
     """The commit id ``ref`` names, or a ConfigError saying it names none."""
     try:
-        return _git(
+        return git(
             ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root
         ).strip()
     except ConfigError:
@@ -134,10 +136,10 @@ def resolve(root: Path, ref: str) -> str:
 def extracted(root: Path, ref: str) -> Iterator[Path | None]:
     """The site root as it was at ``ref``, in a temporary folder; ``None`` when it did not exist."""
     commit = resolve(root, ref)
-    top = Path(_git(["rev-parse", "--show-toplevel"], root).strip()).resolve()
+    top = Path(git(["rev-parse", "--show-toplevel"], root).strip()).resolve()
     prefix = root.resolve().relative_to(top).as_posix()
     prefix = "" if prefix == "." else prefix + "/"
-    listed = _git(["ls-tree", "--name-only", commit, prefix or "."], top).split("\n")
+    listed = git(["ls-tree", "--name-only", commit, prefix or "."], top).split("\n")
     present = [f"{prefix}{name}" for name in SITE_ENTRIES if f"{prefix}{name}" in listed]
     with tempfile.TemporaryDirectory(prefix="builder-diff-") as tmp:
         dest = Path(tmp)

@@ -19,7 +19,6 @@ import datetime as dt
 import json
 import re
 import shlex
-import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,6 +27,7 @@ from typing import Any
 
 from builder.config import load_config
 from builder.content.models import SLUG_RE
+from builder.engine.prdiff import git as prdiff_git
 from builder.errors import ConfigError, DataError, Problem, Problems
 from builder.importers import FORMATS, STDIN, STDIN_DISPLAY, detect
 from builder.importers.importing import ImportOptions, ImportResult, prepare_import, write_import
@@ -234,15 +234,8 @@ def _field_of(problem: Problem, command_lines: int = 0) -> str:
 
 
 def git(args: Sequence[str], cwd: Path) -> str:
-    """Run git with an argument list; its failure is a :class:`ConfigError` with git's message."""
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise ConfigError("git is not installed; contribute needs it") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
-        raise ConfigError(f"git {' '.join(args)}: {message}", cwd)
-    return done.stdout.decode("utf-8", "replace").strip()
+    """:func:`builder.engine.prdiff.git`, its output without the closing line break."""
+    return prdiff_git(args, cwd).strip()
 
 
 # ------------------------------------------------------------------------------------------ the run
