@@ -162,6 +162,12 @@ class Site:
             self._con.close()
             self._con = None
 
+    def row_sources(self, row_ids: list[int]) -> list[tuple[ParsedFile, int]]:
+        """The file each row comes from and its row number there, for rows given by ``row_id``."""
+        file_ids = self.rows.column("file_id").to_numpy()[row_ids].tolist()
+        file_rows = self.rows.column("file_row").to_numpy()[row_ids].tolist()
+        return [(self.row_files[f], r) for f, r in zip(file_ids, file_rows, strict=True)]
+
     def hardware_name(self, hardware_id: str) -> str:
         entry = self.hardware.get(hardware_id)
         return entry.name if entry else hardware_id

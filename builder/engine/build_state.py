@@ -171,7 +171,7 @@ class OutputRecord:
     """Templates loaded while rendering it."""
     stat: OutStat
     deps: tuple[str, ...] = ()
-    """The dependencies its page job declared (:mod:`builder.site.deps`)."""
+    """What the page read when it rendered (:mod:`builder.engine.reading`'s keys)."""
 
 
 @dataclass

@@ -40,19 +40,12 @@ def global_digest(inputs: Inputs, environment: bytes) -> bytes:
     return digest_parts(*parts)
 
 
-_PREFIX_DEPS = {
-    "rows": "data/rows/",
-    "case-studies": "content/case-studies/",
-    "posts": "content/posts/",
-}
-
-
 class DepIndex:
-    """Digests of the dependency vocabulary of :mod:`builder.site.deps` for one build.
+    """Digests of what pages and output units read, for one build: the keys of
+    :mod:`builder.engine.reading` (pages) and of :mod:`builder.site.deps` (output units), each worked
+    out from the input files' content hashes when first asked for.
 
-    ``earlier``: the digests the previous build gave (:attr:`digests`), with ``changed``, the input
-    files changed since it (:meth:`builder.engine.inputs.Inputs.changed`): a dependency no changed file can reach keeps
-    its earlier digest, not computed again (an edit build asks for thousands, one per page).
+    ``earlier``: the digests the previous build gave (:attr:`digests`), for :meth:`unchanged`.
     """
 
     def __init__(
@@ -61,14 +54,14 @@ class DepIndex:
         cache: LoadCache,
         site: Any,
         earlier: Mapping[str, bytes | None] | None = None,
-        changed: set[str] | None = None,
+        findings: Callable[[], str | None] | None = None,
+        values: Mapping[str, Callable[[str], bytes]] | None = None,
     ) -> None:
         self.inputs = inputs
         self.site = site
-        self._earlier = earlier if earlier is not None and changed is not None else {}
-        self._changed = changed if changed is not None else set()
-        self._rows_changed = any(key.startswith("data/rows/") for key in self._changed)
-        self._recipes_changed = any(key.startswith("content/recipes/") for key in self._changed)
+        self._earlier = earlier if earlier is not None else {}
+        self._findings = findings
+        self._values = values if values is not None else {}
         self.front: dict[str, bytes] = dict(cache.front)
         self.rows_of: dict[str, list[bytes | str]] = {}
         for rel, row_entry in cache.rows.entries.items():
@@ -98,42 +91,16 @@ class DepIndex:
         return self._memo
 
     def digest(self, dep: str) -> bytes | None:
-        """None for a dependency this index does not know: the job is then rendered every time."""
+        """None for a key this index does not know: a page that read it renders every time."""
         if dep in self._memo:
             return self._memo[dep]
-        if dep in self._earlier and self._unreached(dep):
-            value = self._earlier[dep]
-        else:
-            value = self._digest(dep)
-        self._memo[dep] = value
+        value = self._memo[dep] = self._digest(dep)
         return value
 
     def unchanged(self, dep: str) -> bool:
         """Whether ``dep``'s digest is the one the previous build gave."""
         earlier = self._earlier.get(dep)
         return earlier is not None and self.digest(dep) == earlier
-
-    def _unreached(self, dep: str) -> bool:
-        """Whether no changed input file can reach ``dep``'s digest (see :meth:`_digest`)."""
-        if not self._changed:
-            return True
-        kind, _, arg = dep.partition(":")
-        if kind == "value":
-            return True
-        if kind == "file":
-            return arg not in self._changed
-        if kind == "recipe":  # its file and the row files naming it
-            return not self._rows_changed and f"content/recipes/{arg}.md" not in self._changed
-        if kind == "rows-of":  # the row files naming it
-            return not self._rows_changed
-        prefix = _PREFIX_DEPS.get(dep)
-        if prefix is not None:
-            return not any(key.startswith(prefix) for key in self._changed)
-        if dep in ("recipes", "models"):  # every recipe's front matter
-            return not self._recipes_changed
-        if kind == "model":  # which recipes have the model, their front matter, their rows
-            return not self._recipes_changed and not self._rows_changed
-        return False
 
     def _digest(self, dep: str) -> bytes | None:
         kind, _, arg = dep.partition(":")
@@ -148,6 +115,12 @@ class DepIndex:
             return digest_parts("models", *pairs)
         if dep == "rows":
             return self._files("data/rows/")
+        if dep == "findings":
+            # Every finding: their digest when the findings memo gives one, else all they come from.
+            digest = self._findings() if self._findings is not None else None
+            if digest is not None:
+                return digest_parts(dep, digest)
+            return digest_parts(dep, *(self.digest(d) or b"?" for d in ("recipes", "rows")))
         if dep == "case-studies":
             return self._files("content/case-studies/")
         if dep == "posts":
@@ -156,6 +129,10 @@ class DepIndex:
             return digest_parts(dep)
         if kind == "file" and arg:
             return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
+        if kind in self._values and arg:
+            return digest_parts(dep, self._values[kind](arg))
+        if kind == "front" and arg:
+            return digest_parts(dep, self.front.get(f"content/recipes/{arg}.md", b"-"))
         if kind == "recipe" and arg:
             rel = f"content/recipes/{arg}.md"
             return digest_parts(dep, self.inputs.digests.get(rel, b"-"), *self.rows_of.get(arg, []))

@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -321,7 +322,7 @@ class IncrementalBuilder:
         lap("load")
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
-        from builder.site.deps import declared
+        from builder.engine.reading import reading_context, reading_summary, value_digests
         from builder.site.render import import_renderers, make_context, page_jobs
 
         assert loaded.recon is not None
@@ -330,7 +331,15 @@ class IncrementalBuilder:
         glob = global_digest(inputs, environment)
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
-        deps_index = DepIndex(inputs, cache, site, state.dep_digests if state is not None else None, changed)
+        recon = loaded.recon
+        values: dict[str, Callable[[str], bytes]] = {}  # filled once the context is made
+        earlier_digests = state.dep_digests if state is not None else None
+
+        # Every finding, by their digest: none is a value of its own (a first build has no digest yet).
+        def findings() -> str | None:
+            return "none" if recon.finding_counts()[0] == 0 else recon.findings_digest()
+
+        deps_index = DepIndex(inputs, cache, site, earlier_digests, findings, values)
         memo = StageMemo(cache.memo, lambda p: p in previous and p not in damaged, glob, deps_index)
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
@@ -359,7 +368,10 @@ class IncrementalBuilder:
             markdown.add(dict(map_in_workers(task, todo, self.workers or worker_count(len(todo)))))
         entries = faq_entries(site, markdown)
         search_plan = SearchPlan.of(page_records(site, markdown, entries))
-        jobs = page_jobs(ctx, summarize(site, markdown, search_plan, entries))
+        # Pages render from reading views of the context: each records what it reads.
+        summary = summarize(site, markdown, search_plan, entries)
+        values.update(value_digests(ctx, summary))
+        jobs = page_jobs(reading_context(ctx), reading_summary(summary))
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
@@ -405,17 +417,13 @@ class IncrementalBuilder:
             made = Fresh(dict(ctx.assets.files))
             fresh = made.files
             for result in results:
-                path, job = jobs[result.index]
+                path = jobs[result.index][0]
                 assert result.data is not None
                 fresh[path] = result.data
                 made.digests[path] = result.digest
-                deps = declared(job)
                 made.templates[path] = result.templates
-                made.fingerprints[path] = (
-                    prints.of(path, deps, result.templates) if deps is not None else None
-                )
-                if deps is not None:
-                    made.deps[path] = deps
+                made.fingerprints[path] = prints.of(path, result.reads, result.templates)
+                made.deps[path] = result.reads
             lap("render")
             produced_by_stages = [future.result() for future in running]
         finally:

@@ -1,9 +1,9 @@
 """Which pages a build renders again: a page whose fingerprint is unchanged keeps its published file.
 
-A page's *fingerprint* hashes everything its job declared it reads (:mod:`builder.site.deps`, digested
-by :class:`builder.engine.depindex.DepIndex`), the templates it loaded when it last rendered, and the
-build's global digest (builder code, toolchain, ``site.yaml``, ``data/*.yaml``, static assets). A job
-that declares nothing has no fingerprint and renders every time.
+A page's *fingerprint* hashes the digests of what it read when it last rendered (the keys of
+:mod:`builder.engine.reading`'s views, digested by :class:`builder.engine.depindex.DepIndex`), the
+templates it loaded then, and the build's global digest (builder code, toolchain, ``site.yaml``,
+``data/*.yaml``, static assets).
 """
 
 from __future__ import annotations
@@ -43,13 +43,12 @@ class Fingerprints:
             {key[len("templates/") :] for key in changed_templates} if changed_templates is not None else None
         )
 
-    def unchanged(self, old: OutputRecord, deps: tuple[str, ...]) -> bool:
+    def unchanged(self, old: OutputRecord) -> bool:
         """Whether a page's fingerprint is the one it had, without hashing: same global digest,
-        same digest of each dependency, none of its templates changed."""
+        same digest of each thing it read, none of its templates changed."""
         return (
             self._changed_names is not None
-            and old.deps == deps
-            and all(self._deps.unchanged(dep) for dep in deps)
+            and all(self._deps.unchanged(dep) for dep in old.deps)
             and self._changed_names.isdisjoint(old.templates)
         )
 
@@ -85,25 +84,21 @@ def sort_jobs(
     prints: Fingerprints,
     out_prefix: str,
 ) -> Sorted:
-    """Keep each page whose job declares its reads, whose published file is intact (not in
-    ``damaged``) and whose fingerprint is the recorded one; render the rest. Raises when two jobs
-    would write one path."""
-    from builder.site.deps import declared
-
+    """Keep each page whose published file is intact (not in ``damaged``) and whose fingerprint,
+    over what it read when it last rendered, is the recorded one; render the rest. Raises when two
+    jobs would write one path."""
     result = Sorted({}, {}, [])
     seen: set[str] = set()
-    for index, (path, job) in enumerate(jobs):
+    for index, (path, _) in enumerate(jobs):
         if path in seen:
             raise BuilderError(f"two pages would be written to {path}", "<builder>")
         seen.add(path)
-        deps = declared(job)
         old = previous.get(path)
         if (
-            deps is not None
-            and old is not None
+            old is not None
             and old.fingerprint is not None
             and path not in damaged
-            and (prints.unchanged(old, deps) or prints.of(path, deps, old.templates) == old.fingerprint)
+            and (prints.unchanged(old) or prints.of(path, old.deps, old.templates) == old.fingerprint)
         ):
             # Output paths as strings: pathlib objects for thousands of kept pages cost more than linking them.
             result.kept[path] = out_prefix + path

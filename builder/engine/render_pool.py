@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from builder.engine.inputs import digest_bytes
 from builder.errors import BuildAborted, BuilderError
+from builder.reads import recording
 
 if TYPE_CHECKING:
     from builder.site.context import RenderContext
@@ -45,6 +46,8 @@ class _Rendered:
     digest: bytes = b""
     """:func:`builder.engine.inputs.digest_bytes` of ``data``, made by the worker (the parent would hash
     every page serially: 0.25-0.5 s at 1,000 recipe pages)."""
+    reads: tuple[str, ...] = ()
+    """What the page read, as :mod:`builder.engine.reading`'s views named it (sorted)."""
 
 
 def _render_one(
@@ -52,10 +55,12 @@ def _render_one(
 ) -> _Rendered:
     recorder.current = set()
     try:
-        data = job()
+        with recording() as reads:
+            data = job()
     except BuilderError as exc:
         return _Rendered(index, None, (), (type(exc).__name__, exc.path, exc.line, exc.message))
-    return _Rendered(index, data, tuple(sorted(recorder.current)), digest=digest_bytes(data))
+    templates = tuple(sorted(recorder.current))
+    return _Rendered(index, data, templates, digest=digest_bytes(data), reads=tuple(sorted(reads)))
 
 
 # Handed to forked workers: a fork copies the parent's memory, so the render context (site, rows,

@@ -14,14 +14,11 @@ All of them are ranked by :func:`builder.site.choose.rank`, as ``python -m build
 from __future__ import annotations
 
 import json
-from functools import cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow.compute as pc
-
 from builder.content.models import LOWER_IS_BETTER, QUANTITIES
-from builder.site import deps
+from builder.reads import Once
 from builder.site.choose import (
     Choice,
     Figure,
@@ -36,7 +33,7 @@ from builder.site.choose import (
 from builder.site.context import PageJob, RenderContext
 
 if TYPE_CHECKING:
-    from builder.data.load import Site
+    pass
 
 PAGE_TOP = 10
 """Recipes shown per ranking on a hardware page (a page stays within the size budget)."""
@@ -149,35 +146,18 @@ def render_hardware_choices(ctx: RenderContext, figures: HardwareFigures, ranked
     )
 
 
-def recipes_measured_on(site: Site) -> dict[str, list[str]]:
-    """Per hardware, the recipes with a row on one of its nodes (sorted)."""
-    rows = site.rows
-    if not rows.num_rows:
-        return {}
-    nodes = pc.dictionary_encode(rows.column("node")).combine_chunks()
-    recipes = pc.dictionary_encode(rows.column("recipe")).combine_chunks()
-    hardware = sorted({node.hardware for node in site.nodes.values()})
-    code = {hw: i for i, hw in enumerate(hardware)}
-    node_hw = np.array([code[site.nodes[n].hardware] for n in nodes.dictionary.to_pylist()])
-    names = recipes.dictionary.to_pylist()
-    pairs = np.unique(
-        node_hw[nodes.indices.to_numpy()].astype(np.int64) * len(names) + recipes.indices.to_numpy()
-    )
-    out: dict[str, list[str]] = {}
-    for pair in pairs.tolist():
-        out.setdefault(hardware[pair // len(names)], []).append(names[pair % len(names)])
-    return {hw: sorted(slugs) for hw, slugs in out.items()}
-
-
 def choose_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    """The chooser, and per hardware its page and its JSON index. A hardware's pages read every
-    recipe's front matter (titles; with the rows, statuses and findings) and the rows of the recipes
-    measured on it: a new row file renders again only the pages of its hardware, a body edit none."""
+    """The chooser, and per hardware its page and its JSON index."""
 
-    @cache
-    def ranked(hardware: str) -> tuple[HardwareFigures, Ranked]:
+    def rank(hardware: str) -> tuple[HardwareFigures, Ranked]:
         figures = hardware_figures(ctx.site, ctx.recon, hardware)
         return figures, list(rankings(figures))
+
+    # A page and its JSON index share one ranking, and so what making it read.
+    by_hardware = {hardware: Once(partial(rank, hardware)) for hardware in known_hardware(ctx.site)}
+
+    def ranked(hardware: str) -> tuple[HardwareFigures, Ranked]:
+        return by_hardware[hardware]()
 
     def page(hardware: str) -> bytes:
         return render_hardware_choices(ctx, *ranked(hardware))
@@ -185,15 +165,8 @@ def choose_page_jobs(ctx: RenderContext) -> list[PageJob]:
     def index(hardware: str) -> bytes:
         return rankings_json(*ranked(hardware))
 
-    measured = recipes_measured_on(ctx.site)
-    jobs: list[PageJob] = [("choose/index.html", deps.depends(lambda: render_chooser(ctx), deps.RECIPES))]
+    jobs: list[PageJob] = [("choose/index.html", lambda: render_chooser(ctx))]
     for hardware in known_hardware(ctx.site):
-        slugs = measured.get(hardware, [])
-        reads = (
-            deps.RECIPES,
-            deps.value("measured-on", hardware, *slugs),
-            *(deps.rows_of(slug) for slug in slugs),
-        )
-        jobs.append((f"choose/{hardware}/index.html", deps.depends(partial(page, hardware), *reads)))
-        jobs.append((f"choose/{hardware}/rankings.json", deps.depends(partial(index, hardware), *reads)))
+        jobs.append((f"choose/{hardware}/index.html", partial(page, hardware)))
+        jobs.append((f"choose/{hardware}/rankings.json", partial(index, hardware)))
     return jobs

@@ -1,52 +1,25 @@
-"""What a page depends on, declared where the page job is made, so a rebuild can skip it.
+"""The output stages' units: the files feeds, downloads and search make, and what each is made from.
 
-A page job is ``(output path, render)``. Wrapping ``render`` with :func:`depends` declares the
-inputs the page reads; the incremental engine (:mod:`builder.engine.incremental`) re-renders the page only
-when one of them, the templates it used (recorded while it rendered) or anything global (the
-builder's code, ``site.yaml``, ``data/*.yaml``, static assets, the build date) changed. A job
-without a declaration is rendered on every build — always correct, only slower — so a new page
-kind is safe before anyone declares anything.
-
-Declare what the page *reads*, not what it shows: a page that looks up recipes by slug reads every
-recipe's front matter (:data:`RECIPES`). When in doubt, declare more; a missing dependency is a
-stale page, which ``tests/engine/test_incremental.py`` and ``tests/engine/test_equivalence.py`` are
-there to catch.
-
-Output stages (feeds, downloads, search) declare their files the same way, as units (:class:`Unit`,
-:class:`Batch`): the engine makes a unit again only when what it reads changed.
-
-The vocabulary:
+Pages declare nothing: the engine records what each page reads (:mod:`builder.engine.reading`).
+The output stages still name what each of their units reads, from this vocabulary, so the engine
+(:class:`builder.engine.depindex.StageMemo`) makes a unit again only when that changed:
 
 ``recipe:<slug>``
-    the recipe's file (front matter and body) and every row whose ``recipe`` is the slug (its
-    values, file, line and status);
-``rows-of:<slug>``
-    every row whose ``recipe`` is the slug (its values, file and line), not the recipe's file;
+    the recipe's file (front matter and body) and every row whose ``recipe`` is the slug;
 ``recipes``
-    the front matter of every recipe, and which recipes exist (not bodies, not rows);
-``models``
-    which recipes exist and the base model of each (comparison links and slugs);
-``model:<base model id>``
-    which recipes have that base model, with their front matter and rows (comparison pages);
+    the front matter of every recipe, and which recipes exist;
 ``rows``
-    every row file (totals, latest dates, downloads);
+    every row file;
 ``case-studies`` / ``posts``
-    every case study / post file;
-``file:<path>``
-    one input file by its path from the site root (``content/posts/x.md``);
-``value:<name>:<hash>``
-    a value the page shows, worked out before the page renders (:func:`value`): the page renders
-    again when the value changes, whatever input changed it.
+    every case study / post file.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 RECIPES = "recipes"
-MODELS = "models"
 ROWS = "rows"
 CASE_STUDIES = "case-studies"
 POSTS = "posts"
@@ -54,48 +27,6 @@ POSTS = "posts"
 
 def recipe(slug: str) -> str:
     return f"recipe:{slug}"
-
-
-def rows_of(slug: str) -> str:
-    return f"rows-of:{slug}"
-
-
-def model(model_id: str) -> str:
-    return f"model:{model_id}"
-
-
-def file(rel: str) -> str:
-    return f"file:{rel}"
-
-
-def value(name: str, *parts: str) -> str:
-    """A dependency on a value itself (its parts, hashed into the name)."""
-    hasher = hashlib.sha256()
-    for part in parts:
-        data = part.encode()
-        hasher.update(len(data).to_bytes(8, "little") + data)
-    return f"value:{name}:{hasher.hexdigest()[:32]}"
-
-
-@dataclass(frozen=True)
-class Declared:
-    """A render function with the inputs it reads."""
-
-    render: Callable[[], bytes]
-    deps: tuple[str, ...]
-
-    def __call__(self) -> bytes:
-        return self.render()
-
-
-def depends(render: Callable[[], bytes], *deps: str) -> Declared:
-    """Declare that ``render`` reads only ``deps`` (besides templates and global inputs)."""
-    return Declared(render, tuple(deps))
-
-
-def declared(render: Callable[[], bytes]) -> tuple[str, ...] | None:
-    """The declared dependencies of a render function, or None: render it on every build."""
-    return render.deps if isinstance(render, Declared) else None
 
 
 Files = dict[str, bytes]

@@ -458,4 +458,4 @@ def render_api_page(ctx: RenderContext) -> bytes:
 
 
 def api_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    return [("api/index.html", deps.depends(lambda: render_api_page(ctx), deps.RECIPES, deps.ROWS))]
+    return [("api/index.html", lambda: render_api_page(ctx))]

@@ -15,7 +15,6 @@ from typing import Any
 from builder.content.markdown import FaqItem, Markdown
 from builder.data.load import Recipe, Site
 from builder.data.model_slugs import model_slugs
-from builder.site import deps
 from builder.site.context import ContentSummary, PageJob, RenderContext
 
 EXCERPT_CHARS = 180
@@ -129,27 +128,11 @@ def render_model_troubleshooting(ctx: RenderContext, model: str, slug: str) -> b
 
 
 def faq_page_jobs(ctx: RenderContext, summary: ContentSummary) -> list[PageJob]:
-    # The pages show the questions and their recipes' front matter: they depend on those, not on
-    # every recipe file (a body edit outside the troubleshooting section leaves them as they are).
-    jobs: list[PageJob] = [
-        (
-            "troubleshooting/index.html",
-            deps.depends(
-                lambda: render_troubleshooting(ctx), deps.value("faq", summary.faq_digest), deps.RECIPES
-            ),
-        )
-    ]
+    jobs: list[PageJob] = [("troubleshooting/index.html", lambda: render_troubleshooting(ctx))]
     if summary.faq_count > INLINE_QUESTIONS:
         pages = model_pages(list(summary.faq_models))
         jobs += [
-            (
-                f"troubleshooting/{slug}/index.html",
-                deps.depends(
-                    partial(render_model_troubleshooting, ctx, model, slug),
-                    deps.value("faq", model, summary.faq_models[model]),
-                    deps.RECIPES,
-                ),
-            )
+            (f"troubleshooting/{slug}/index.html", partial(render_model_troubleshooting, ctx, model, slug))
             for model, slug in pages.items()
         ]
     return jobs

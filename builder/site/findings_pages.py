@@ -13,7 +13,6 @@ from typing import Any
 
 from builder.analysis.findings import Finding, Side, change_text
 from builder.data.load import Site
-from builder.site import deps
 from builder.site.context import PageJob, RenderContext
 from builder.site.views import METRIC_LABELS
 
@@ -173,22 +172,8 @@ def render_findings_feed(ctx: RenderContext) -> bytes:
     )
 
 
-def _findings_deps(ctx: RenderContext) -> tuple[str, ...]:
-    """What the pages listing every finding read: the findings themselves (their rows' values and
-    dates are in them) when their digest is known and there is one, else every row (the feed of
-    no findings is dated by the newest row). A row file that changes no finding re-renders none."""
-    digest = ctx.recon.findings_digest()
-    if digest is None or ctx.recon.finding_counts()[0] == 0:
-        return (deps.RECIPES, deps.ROWS)
-    return (deps.RECIPES, deps.value("findings", digest))
-
-
 def findings_page_jobs(ctx: RenderContext) -> list[PageJob]:
-    reads = _findings_deps(ctx)
-    jobs: list[PageJob] = [
-        ("findings/feed.xml", deps.depends(lambda: render_findings_feed(ctx), *reads)),
-    ]
+    jobs: list[PageJob] = [("findings/feed.xml", lambda: render_findings_feed(ctx))]
     for number in range(1, findings_page_count(ctx) + 1):
-        render = functools.partial(render_findings, ctx, number)
-        jobs.append((findings_page_path(number), deps.depends(render, *reads)))
+        jobs.append((findings_page_path(number), functools.partial(render_findings, ctx, number)))
     return jobs

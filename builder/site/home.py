@@ -73,13 +73,6 @@ def list_pages(site: Site) -> list[ListPage]:
     return pages
 
 
-def card_recipes(site: Site, page: ListPage) -> list[str]:
-    """The recipes whose rows a page of the list reads: its cards', and (for the disagreements it
-    marks) every recipe of the base models it shows."""
-    models = {model for model, _ in page.groups}
-    return sorted(slug for slug, r in site.recipes.items() if r.meta.model in models)
-
-
 def page_count(site: Site) -> int:
     return max(1, -(-len(site.recipes) // PER_PAGE))
 

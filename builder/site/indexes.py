@@ -17,7 +17,7 @@ import pyarrow as pa
 from builder.content.markdown import slugify
 from builder.data.load import Recipe, Site
 from builder.data.model_slugs import comparison_slugs
-from builder.site import deps
+from builder.reads import Once
 from builder.site.context import PageJob, RenderContext
 from builder.site.home import Cards
 
@@ -238,13 +238,12 @@ def engine_slugs(site: Site) -> list[str]:
 def index_page_jobs(ctx: RenderContext) -> list[PageJob]:
     """Index pages; the two queries behind them run once, when the first page needing them renders
     (a rebuild that renders none of them, as after a recipe's text changed, does not run them)."""
-    hw = cache(lambda: hardware_entries(ctx.site))
-    eng = cache(lambda: engines(ctx.site))
-    reads = (deps.RECIPES, deps.ROWS)  # recipe metadata and row statistics
+    hw = Once(lambda: hardware_entries(ctx.site))
+    eng = Once(lambda: engines(ctx.site))
     jobs: list[PageJob] = [
-        ("hardware/index.html", deps.depends(lambda: render_hardware_index(ctx, hw()), *reads)),
-        ("engines/index.html", deps.depends(lambda: render_engines_index(ctx, eng()), *reads)),
-        ("models/index.html", deps.depends(lambda: render_models_index(ctx), deps.RECIPES)),
+        ("hardware/index.html", lambda: render_hardware_index(ctx, hw())),
+        ("engines/index.html", lambda: render_engines_index(ctx, eng())),
+        ("models/index.html", lambda: render_models_index(ctx)),
     ]
 
     def hardware_page(id_: str) -> bytes:
@@ -253,12 +252,6 @@ def index_page_jobs(ctx: RenderContext) -> list[PageJob]:
     def engine_page(slug: str) -> bytes:
         return render_engine(ctx, eng()[slug])
 
-    jobs += [
-        (f"hardware/{id_}/index.html", deps.depends(partial(hardware_page, id_), *reads))
-        for id_ in hardware_ids(ctx.site)
-    ]
-    jobs += [
-        (f"engines/{slug}/index.html", deps.depends(partial(engine_page, slug), *reads))
-        for slug in engine_slugs(ctx.site)
-    ]
+    jobs += [(f"hardware/{id_}/index.html", partial(hardware_page, id_)) for id_ in hardware_ids(ctx.site)]
+    jobs += [(f"engines/{slug}/index.html", partial(engine_page, slug)) for slug in engine_slugs(ctx.site)]
     return jobs

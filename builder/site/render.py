@@ -15,11 +15,11 @@ import jinja2
 from markupsafe import Markup
 
 from builder.analysis.reconcile import Reconciliation
-from builder.content.markdown import Document, Markdown, figures_digest
+from builder.content.markdown import Markdown
 from builder.data.load import Site, today
 from builder.data.model_slugs import comparison_slugs
 from builder.errors import BuildAborted
-from builder.site import content_summary, deps, home
+from builder.site import content_summary, home
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
 from builder.site.charts import page_data
@@ -245,78 +245,33 @@ def render_404(ctx: RenderContext) -> bytes:
     return ctx.page("404.html", "404.html")
 
 
-def figure_deps(markdown: Markdown, doc: Document) -> tuple[str, ...]:
-    """A page showing a body with figures from the rows reads what they show (rows of any recipe)."""
-    figures = markdown.figures_of(doc)
-    return (deps.value("figures", figures_digest(figures)),) if figures else ()
-
-
-def _case_deps(ctx: RenderContext, case: Any) -> tuple[str, ...]:
-    arms = tuple(deps.recipe(arm.recipe) for arm in case.meta.arms if arm.recipe)
-    return (deps.file(case.doc.rel), deps.RECIPES, *arms, *figure_deps(ctx.markdown, case.doc))
-
-
 def page_jobs(ctx: RenderContext, summary: ContentSummary | None = None) -> list[PageJob]:
     """Every page as (output path, render function), in a stable order. ``summary``: the content
     summary when the caller has it, else it is worked out here.
 
-    ``deps.depends(render, ...)`` declares what a page reads, so an incremental build can skip it
-    when none of that changed (see :mod:`builder.site.deps`); an undeclared job renders every time.
-    """
+    Nothing here says what a page reads: the incremental engine renders each page from reading
+    views of the context and records what it read (:mod:`builder.engine.reading`)."""
     site = ctx.site
     jobs: list[PageJob] = [
-        ("index.html", deps.depends(lambda: render_index(ctx), deps.RECIPES, deps.POSTS, deps.ROWS)),
-        ("news/index.html", deps.depends(lambda: render_news_index(ctx), deps.POSTS)),
-        ("case-studies/index.html", deps.depends(lambda: render_case_index(ctx), deps.CASE_STUDIES)),
-        ("404.html", deps.depends(lambda: render_404(ctx))),
+        ("index.html", lambda: render_index(ctx)),
+        ("news/index.html", lambda: render_news_index(ctx)),
+        ("case-studies/index.html", lambda: render_case_index(ctx)),
+        ("404.html", lambda: render_404(ctx)),
     ]
     jobs += [
-        (
-            home.list_page_path(n),
-            deps.depends(
-                functools.partial(render_recipes_index, ctx, n),
-                deps.RECIPES,
-                *(deps.rows_of(slug) for slug in home.card_recipes(site, page)),
-            ),
-        )
-        for n, page in enumerate(home.list_pages(site), 1)
+        (home.list_page_path(n), functools.partial(render_recipes_index, ctx, n))
+        for n in range(1, len(home.list_pages(site)) + 1)
     ]
     jobs += [
-        (
-            f"recipes/{s}/index.html",
-            deps.depends(
-                functools.partial(render_recipe, ctx, s),
-                deps.recipe(s),
-                deps.MODELS,
-                deps.CASE_STUDIES,
-                *figure_deps(ctx.markdown, site.recipes[s].doc),
-            ),
-        )
-        for s in sorted(site.recipes)
+        (f"recipes/{s}/index.html", functools.partial(render_recipe, ctx, s)) for s in sorted(site.recipes)
     ]
     jobs += [
-        (
-            f"case-studies/{s}/index.html",
-            deps.depends(functools.partial(render_case_study, ctx, s), *_case_deps(ctx, c)),
-        )
-        for s, c in sorted(site.case_studies.items())
+        (f"case-studies/{s}/index.html", functools.partial(render_case_study, ctx, s))
+        for s in sorted(site.case_studies)
     ]
+    jobs += [(f"news/{s}/index.html", functools.partial(render_post, ctx, s)) for s in sorted(site.posts)]
     jobs += [
-        (
-            f"news/{s}/index.html",
-            deps.depends(
-                functools.partial(render_post, ctx, s),
-                deps.file(p.doc.rel),
-                *figure_deps(ctx.markdown, p.doc),
-            ),
-        )
-        for s, p in sorted(site.posts.items())
-    ]
-    jobs += [
-        (
-            f"models/{slug}/index.html",
-            deps.depends(functools.partial(render_comparison, ctx, m), deps.model(m), deps.MODELS),
-        )
+        (f"models/{slug}/index.html", functools.partial(render_comparison, ctx, m))
         for m, slug in sorted(ctx.comparisons.items())
     ]
     if summary is None:

@@ -26,7 +26,6 @@ from pathlib import PurePosixPath
 from builder.content.markdown import Markdown
 from builder.data.load import Site
 from builder.errors import SearchIndexError
-from builder.site import deps
 from builder.site.context import ContentSummary, PageJob, RenderContext
 from builder.site.deps import Batch, Unit
 from builder.site.faq import FaqEntry, faq_entries
@@ -320,6 +319,4 @@ def render_search_page(ctx: RenderContext, summary: ContentSummary) -> bytes:
 
 
 def search_page_jobs(ctx: RenderContext, summary: ContentSummary) -> list[PageJob]:
-    # The page shows the fallback's name and the shards, nothing else of the content.
-    depends_on = deps.value("search", summary.search_fallback, *summary.search_shards)
-    return [(SEARCH_PAGE, deps.depends(lambda: render_search_page(ctx, summary), depends_on))]
+    return [(SEARCH_PAGE, lambda: render_search_page(ctx, summary))]

@@ -39,32 +39,25 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
     (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
     """
     row_ids = [r["row_id"] for r in rows]
-    # row_id is the position in the table: one gather per column, not a numpy scalar per row.
-    file_ids = site.rows.column("file_id").to_numpy()[row_ids].tolist()
-    file_rows = site.rows.column("file_row").to_numpy()[row_ids].tolist()
-    located = list(zip(row_ids, file_ids, file_rows, strict=True))
-    names: dict[int, str] = {}
-    for file_id in {f for _, f, _ in located}:
-        names[file_id] = PurePosixPath(site.row_files[file_id].source.rel).stem
-    clash = len(set(names.values())) < len(names)
-    if clash:
-        for file_id in names:
-            rel = site.row_files[file_id].source.rel.removeprefix("data/rows/")
-            names[file_id] = rel.rsplit(".", 1)[0]
+    located = site.row_sources(row_ids)
+    files = {parsed.source.rel: parsed for parsed, _ in located}
+    names = {rel: PurePosixPath(rel).stem for rel in files}
+    if len(set(names.values())) < len(names):
+        names = {rel: rel.removeprefix("data/rows/").rsplit(".", 1)[0] for rel in files}
     # Unique by construction: names that slugify alike (spark-01, spark_01) are numbered in path order.
-    slugs: dict[int, str] = {}
+    slugs: dict[str, str] = {}
     taken: set[str] = set()
-    for file_id in sorted(names, key=lambda f: site.row_files[f].source.rel):
-        slug = base = slugify(names[file_id])
+    for rel in sorted(names):
+        slug = base = slugify(names[rel])
         number = 1
         while slug in taken:
             number += 1
             slug = f"{base}-{number}"
         taken.add(slug)
-        slugs[file_id] = slug
-    line_of = {file_id: site.row_files[file_id].line_of for file_id in names}
+        slugs[rel] = slug
     return {
-        row_id: f"row-{slugs[file_id]}-{line_of[file_id](file_row)}" for row_id, file_id, file_row in located
+        row_id: f"row-{slugs[parsed.source.rel]}-{parsed.line_of(file_row)}"
+        for row_id, (parsed, file_row) in zip(row_ids, located, strict=True)
     }
 
 

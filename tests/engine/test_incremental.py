@@ -392,31 +392,52 @@ def test_an_edit_indexes_again_only_the_search_shard_of_its_page(
     assert indexed == []
 
 
-def test_dependencies_no_changed_input_reaches_keep_their_digests(
+def test_a_page_records_what_it_read(site: Path, tmp_path: Path) -> None:
+    """Nothing declares what a page reads: its record holds the keys its reading views noted."""
+    out = tmp_path / "out"
+    engine = IncrementalBuilder(load_config(site, out), workers=1)
+    assert engine.build(None).ok
+    assert engine._state is not None
+    outputs = engine._state.outputs
+    slug = sorted((site / "content" / "recipes").glob("*.md"))[0].stem
+    reads = set(outputs[f"recipes/{slug}/index.html"].deps)
+    assert {f"front:{slug}", f"rows-of:{slug}", f"file:content/recipes/{slug}.md"} <= reads
+    assert "rows" not in reads and "recipes" not in reads  # a recipe's page reads its own, not all
+    assert "rows" in outputs["index.html"].deps  # the home page counts every row
+    assert outputs["404.html"].deps == ()
+
+
+def test_a_page_that_starts_reading_an_input_follows_it(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A new build computes the digest of a dependency only when a changed input can reach it; the
-    others come from the record, and their pages are kept without hashing their fingerprints."""
-    from builder.engine.depindex import DepIndex
+    """A renderer that reads something new needs no declaration: the next edit of it re-renders the
+    page, which a hand-kept list of inputs would have missed."""
+    from builder.site import render
 
+    recipes = sorted((site / "content" / "recipes").glob("*.md"))
+    watched = recipes[0].stem
+    real = render.render_post
+
+    def render_post(ctx: Any, slug: str) -> bytes:
+        title = ctx.site.recipes[watched].meta.title  # a post that quotes a recipe's title
+        return real(ctx, slug).replace(b"</main>", f"<p>{title}</p></main>".encode())
+
+    monkeypatch.setattr(render, "render_post", render_post)
     out = tmp_path / "out"
-    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
-    computed: list[str] = []
-    real = DepIndex._digest
-    monkeypatch.setattr(DepIndex, "_digest", lambda self, dep: computed.append(dep) or real(self, dep))
-    first, second, *_ = sorted((site / "content" / "recipes").glob("*.md"))
-    first.write_text(first.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
-    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
-    assert report.ok and f"recipes/{first.stem}/index.html" in report.written
-    assert f"recipe:{first.stem}" in computed and f"recipe:{second.stem}" not in computed
-    assert "rows" not in computed and "posts" not in computed
-    # A row file of the second recipe: every recipe's rows may have moved, so each is computed again.
-    computed.clear()
-    generate.add_row_file(site, int(second.stem.rsplit("r", 1)[1]), "2026-04-02", rows=6, seed=12)
-    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
-    assert report.ok and f"recipes/{second.stem}/index.html" in report.written
-    assert f"recipes/{first.stem}/index.html" not in report.written
-    assert {f"recipe:{first.stem}", f"recipe:{second.stem}", "rows"} <= set(computed)
+    config = load_config(site, out)
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    post = sorted((site / "content" / "posts").glob("*.md"))[0].stem
+    text = recipes[0].read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.startswith("title:"))
+    recipes[0].write_text(text.replace(title, "title: A retitled recipe"), encoding="utf-8")
+    report = IncrementalBuilder(config, workers=1).build(None)
+    assert report.ok and f"news/{post}/index.html" in report.written
+    assert b"A retitled recipe" in (out / "news" / post / "index.html").read_bytes()
+    # Another recipe's edit is nothing it read: the post is kept.
+    other = recipes[1].read_text(encoding="utf-8")
+    recipes[1].write_text(other + "\nEdited.\n", encoding="utf-8")
+    report = IncrementalBuilder(config, workers=1).build(None)
+    assert report.ok and f"news/{post}/index.html" not in report.written
 
 
 def test_parallel_render_matches_serial(site: Path, tmp_path: Path) -> None:
@@ -683,8 +704,8 @@ def test_findings_pages_follow_the_findings_not_every_row(
 def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A hardware's chooser pages read the rows of the recipes measured on it: a new row file ranks
-    again the recipes of its hardware only, and a body edit none."""
+    """A hardware's chooser pages read the rows and the recipes' front matter: a body edit ranks
+    nothing again, a new row file ranks again (every hardware: the ranking reads the rows table)."""
     from builder.site import choose_pages
 
     ranked: list[str] = []
@@ -706,5 +727,5 @@ def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
 
     generate.add_row_file(site, 0, "2026-05-02", rows=6, seed=5)
     assert IncrementalBuilder(config, workers=1).build(None).ok
-    assert ranked == [hardware]
+    assert hardware in ranked
     assert_as_built(site, out, "new row file")

@@ -9,7 +9,6 @@ import pytest
 from builder.engine.build_state import OutputRecord
 from builder.engine.page_reuse import Fingerprints, sort_jobs
 from builder.errors import BuilderError
-from builder.site.deps import depends
 
 OUT = "/srv/site/"
 
@@ -42,43 +41,45 @@ def page() -> bytes:
 
 
 def test_a_fingerprint_changes_with_each_dependency_template_and_path() -> None:
-    base = prints({"recipe:a": b"1"}).of("a.html", ("recipe:a",), ("page.html",))
+    base = prints({"front:a": b"1"}).of("a.html", ("front:a",), ("page.html",))
     assert base is not None
-    assert prints({"recipe:a": b"2"}).of("a.html", ("recipe:a",), ("page.html",)) != base
-    other_template = prints({"recipe:a": b"1"}, templates={"templates/page.html": b"t2"})
-    assert other_template.of("a.html", ("recipe:a",), ("page.html",)) != base
-    assert prints({"recipe:a": b"1"}).of("b.html", ("recipe:a",), ("page.html",)) != base
-    assert prints({"recipe:a": b"1"}).of("a.html", ("recipe:a", "recipe:a"), ("page.html",)) == base
+    assert prints({"front:a": b"2"}).of("a.html", ("front:a",), ("page.html",)) != base
+    other_template = prints({"front:a": b"1"}, templates={"templates/page.html": b"t2"})
+    assert other_template.of("a.html", ("front:a",), ("page.html",)) != base
+    assert prints({"front:a": b"1"}).of("b.html", ("front:a",), ("page.html",)) != base
+    assert prints({"front:a": b"1"}).of("a.html", ("front:a", "front:a"), ("page.html",)) == base
 
 
 def test_a_dependency_without_a_digest_has_no_fingerprint() -> None:
     assert prints({}).of("a.html", ("unknown:thing",), ()) is None
 
 
-def test_unchanged_needs_known_templates_same_deps_and_no_changed_template() -> None:
-    old = OutputRecord(b"fp", b"d", ("page.html",), (1, 1, 1), ("recipe:a",))
-    same = {"recipe:a": b"1"}
-    assert prints(same, same, changed=set()).unchanged(old, ("recipe:a",))
-    assert not prints(same, same, changed=None).unchanged(old, ("recipe:a",))  # changes not known
-    assert not prints(same, same, changed={"templates/page.html"}).unchanged(old, ("recipe:a",))
-    assert not prints({"recipe:a": b"2"}, same, changed=set()).unchanged(old, ("recipe:a",))
-    assert not prints(same, same, changed=set()).unchanged(old, ("recipe:a", "rows"))
+def test_unchanged_needs_known_templates_the_same_reads_and_no_changed_template() -> None:
+    old = OutputRecord(b"fp", b"d", ("page.html",), (1, 1, 1), ("front:a",))
+    same = {"front:a": b"1"}
+    assert prints(same, same, changed=set()).unchanged(old)
+    assert not prints(same, same, changed=None).unchanged(old)  # changes not known
+    assert not prints(same, same, changed={"templates/page.html"}).unchanged(old)
+    assert not prints({"front:a": b"2"}, same, changed=set()).unchanged(old)
+    read_more = OutputRecord(b"fp", b"d", ("page.html",), (1, 1, 1), ("front:a", "rows"))
+    assert not prints(same, same, changed=set()).unchanged(read_more)  # rows: no earlier digest
 
 
-def test_sort_keeps_intact_pages_with_their_fingerprint_and_renders_the_rest() -> None:
-    fp = prints({"recipe:a": b"1"})
-    fingerprint = fp.of("a.html", ("recipe:a",), ("page.html",))
-    record = OutputRecord(fingerprint, b"d", ("page.html",), (5, 1, 1), ("recipe:a",))
+def test_sort_keeps_intact_pages_whose_reads_kept_their_digests_and_renders_the_rest() -> None:
+    fp = prints({"front:a": b"1"})
+    fingerprint = fp.of("a.html", ("front:a",), ("page.html",))
+    record = OutputRecord(fingerprint, b"d", ("page.html",), (5, 1, 1), ("front:a",))
     jobs = [
-        ("a.html", depends(page, "recipe:a")),  # kept
-        ("b.html", depends(page, "recipe:a")),  # no record: rendered
-        ("c.html", page),  # declares nothing: rendered every time
-        ("d.html", depends(page, "recipe:a")),  # damaged: rendered
+        ("a.html", page),  # kept
+        ("b.html", page),  # no record: rendered
+        ("c.html", page),  # a record without a fingerprint (it read something unknown): rendered
+        ("d.html", page),  # damaged: rendered
     ]
     d_record = OutputRecord(
-        fp.of("d.html", ("recipe:a",), ("page.html",)), b"d", ("page.html",), (6, 1, 1), ("recipe:a",)
+        fp.of("d.html", ("front:a",), ("page.html",)), b"d", ("page.html",), (6, 1, 1), ("front:a",)
     )
-    previous = {"a.html": record, "c.html": record, "d.html": d_record}
+    unknown = OutputRecord(None, b"d", ("page.html",), (7, 1, 1), ("unknown:x",))
+    previous = {"a.html": record, "c.html": unknown, "d.html": d_record}
     result = sort_jobs(jobs, previous, {"d.html"}, fp, OUT)
     assert result.kept == {"a.html": OUT + "a.html"}
     assert result.records == {"a.html": record}
@@ -87,7 +88,7 @@ def test_sort_keeps_intact_pages_with_their_fingerprint_and_renders_the_rest() -
         "a.html": OUT + "a.html",
         "d.html": OUT + "d.html",
     }
-    changed = sort_jobs(jobs, previous, set(), prints({"recipe:a": b"2"}), OUT)
+    changed = sort_jobs(jobs, previous, set(), prints({"front:a": b"2"}), OUT)
     assert changed.kept == {} and changed.pending == [0, 1, 2, 3]
 
 

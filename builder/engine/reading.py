@@ -1,0 +1,278 @@
+"""Reading views of the domain values: each names what a step reads as it reads it.
+
+The engine renders pages from a :class:`~builder.site.context.RenderContext` whose values are these
+views (:func:`reading_context`); every read goes through :func:`builder.reads.note` with a key that
+:class:`builder.engine.depindex.DepIndex` can digest. A page's record keeps the keys it read, and the
+next build keeps the page when every key's digest is the one it had. The views return the very values
+they wrap, so a page renders the same bytes through them as without them.
+
+The keys:
+
+``front:<slug>``
+    that recipe's front matter, and whether it exists;
+``recipes``
+    every recipe's front matter and which recipes exist (iterating the recipes);
+``rows-of:<slug>``
+    every row whose ``recipe`` is the slug (its values, file and line);
+``rows``
+    every row file (the rows table, the row files, a query);
+``file:<path>``
+    one input file, whole (a body rendered from it);
+``case-studies`` / ``posts``
+    every case study / post file;
+``models``
+    which recipes exist and the base model of each (the comparison pages' slugs);
+``findings``
+    every recipe's findings (lists and counts of all of them);
+``figures:<path>``
+    what the ``{{ }}`` figures of the body in that file show (worked out from any recipe's rows);
+``summary:<part>``
+    a part of the content summary (the FAQ's counts, the search bundle's names).
+
+Everything else a page reads (``site.yaml``, ``data/*.yaml``, static assets, the build's day, the
+builder's code) is in the build's global digest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from builder.content.markdown import figures_digest
+from builder.data.load import Site
+from builder.data.rows import ParsedFile
+from builder.reads import note, noting
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from builder.analysis.findings import Finding
+    from builder.analysis.reconcile import Reconciliation, RowStatus
+    from builder.content.markdown import Document, Markdown, RenderedBody
+    from builder.site.context import ContentSummary, RenderContext
+
+V = TypeVar("V")
+
+
+class ReadingMapping(Mapping[str, V]):
+    """A mapping read item by item (``<item>:<key>``) or whole (``every``)."""
+
+    def __init__(self, data: Mapping[str, V], item: str | None, every: str) -> None:
+        self._data = data
+        self._item = item
+        self._every = every
+
+    def _one(self, key: object) -> None:
+        note(f"{self._item}:{key}" if self._item is not None else self._every)
+
+    def __getitem__(self, key: str) -> V:
+        self._one(key)
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._one(key)
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._one(key)
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        note(self._every)
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        note(self._every)
+        return len(self._data)
+
+    def keys(self) -> Any:
+        note(self._every)
+        return self._data.keys()
+
+    def values(self) -> Any:
+        note(self._every)
+        return self._data.values()
+
+    def items(self) -> Any:
+        note(self._every)
+        return self._data.items()
+
+
+_ROWS = frozenset({"rows", "row_files", "con", "_con"})
+
+
+class ReadingSite(Site):
+    """A site whose rows (their table, their files, the connection that queries them) read every row
+    file, and whose recipes, case studies and posts are :class:`ReadingMapping` views."""
+
+    _raw: Site
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _ROWS:
+            note("rows")
+        return super().__getattribute__(name)
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        note("rows")
+        raw: Site = object.__getattribute__(self, "_raw")
+        return raw.con
+
+    def close_connection(self) -> None:
+        object.__getattribute__(self, "_raw").close_connection()
+
+    def row_sources(self, row_ids: list[int]) -> list[tuple[ParsedFile, int]]:
+        # Where some rows come from reads those rows: their recipes' rows, not every row file.
+        raw: Site = object.__getattribute__(self, "_raw")
+        if noting() and row_ids:
+            recipes = raw.rows.column("recipe").take(row_ids).unique().to_pylist()
+            for slug in recipes:
+                note(f"rows-of:{slug}")
+        return raw.row_sources(row_ids)
+
+
+def reading_site(site: Site) -> Site:
+    """``site`` as a view (:class:`ReadingSite`)."""
+    fields = {f.name: getattr(site, f.name) for f in dataclasses.fields(site)}
+    fields["recipes"] = ReadingMapping(site.recipes, "front", "recipes")
+    fields["case_studies"] = ReadingMapping(site.case_studies, None, "case-studies")
+    fields["posts"] = ReadingMapping(site.posts, None, "posts")
+    fields["_con"] = None
+    view = ReadingSite(**fields)
+    object.__setattr__(view, "_raw", site)
+    return view
+
+
+class ReadingReconciliation:
+    """The reconciliation as a view: a row's status reads its recipe and its rows; a recipe's findings
+    read the same; every finding (lists, counts) reads ``findings``."""
+
+    def __init__(self, recon: Reconciliation, site: Site) -> None:
+        self._recon = recon
+        self._site = site
+        self._recipe_of: list[str] | None = None
+
+    def status(self, row_id: int) -> RowStatus:
+        if noting():
+            if self._recipe_of is None:
+                self._recipe_of = [str(s) for s in self._site.rows.column("recipe").to_pylist()]
+            slug = self._recipe_of[row_id]
+            note(f"front:{slug}")
+            note(f"rows-of:{slug}")
+        return self._recon.status(row_id)
+
+    def findings_for(self, recipe: str) -> list[Finding]:
+        note(f"front:{recipe}")
+        note(f"rows-of:{recipe}")
+        return self._recon.findings_for(recipe)
+
+    @property
+    def findings(self) -> list[Finding]:
+        note("findings")
+        return self._recon.findings
+
+    @property
+    def open_findings(self) -> list[Finding]:
+        note("findings")
+        return self._recon.open_findings
+
+    def open_recipe_count(self) -> int:
+        note("findings")
+        return self._recon.open_recipe_count()
+
+    def finding_counts_by_recipe(self) -> dict[str, tuple[int, int]]:
+        note("findings")
+        return self._recon.finding_counts_by_recipe()
+
+    def finding_counts(self) -> tuple[int, int]:
+        note("findings")
+        return self._recon.finding_counts()
+
+    def findings_digest(self) -> str | None:
+        note("findings")
+        return self._recon.findings_digest()
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else of the reconciliation is read whole: every row and every recipe.
+        note("rows")
+        note("recipes")
+        return getattr(self._recon, name)
+
+
+class ReadingMarkdown:
+    """The markdown as a view: a body rendered reads its file and what its figures show."""
+
+    def __init__(self, markdown: Markdown) -> None:
+        self._markdown = markdown
+
+    def _reads(self, source: str | Document) -> None:
+        rel = getattr(source, "rel", None)
+        if rel is None or not noting():
+            return
+        note(f"file:{rel}")
+        note(f"figures:{rel}")
+
+    def render(self, source: str | Document, *, faq: bool = False) -> RenderedBody:
+        self._reads(source)
+        return self._markdown.render(source, faq=faq)
+
+    def figures_of(self, doc: Document) -> Any:
+        self._reads(doc)
+        return self._markdown.figures_of(doc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._markdown, name)
+
+
+class ReadingSummary:
+    """The content summary as a view: each part read is a value of its own."""
+
+    def __init__(self, summary: ContentSummary) -> None:
+        self._summary = summary
+
+    def __getattr__(self, name: str) -> Any:
+        note(f"summary:{name}")
+        return getattr(self._summary, name)
+
+
+def reading_context(ctx: RenderContext) -> RenderContext:
+    """The render context whose domain values are reading views (see the module's docstring)."""
+    site = reading_site(ctx.site)
+    return dataclasses.replace(
+        ctx,
+        site=site,
+        recon=cast("Reconciliation", ReadingReconciliation(ctx.recon, ctx.site)),
+        markdown=cast("Markdown", ReadingMarkdown(ctx.markdown)),
+        rows=ReadingMapping(ctx.rows, "rows-of", "rows"),
+        cases_by_recipe=cast(
+            "dict[str, list[Any]]", ReadingMapping(ctx.cases_by_recipe, None, "case-studies")
+        ),
+        comparisons=cast("dict[str, str]", ReadingMapping(ctx.comparisons, None, "models")),
+    )
+
+
+def reading_summary(summary: ContentSummary) -> ContentSummary:
+    return cast("ContentSummary", ReadingSummary(summary))
+
+
+def value_digests(ctx: RenderContext, summary: ContentSummary) -> dict[str, Callable[[str], bytes]]:
+    """How :class:`~builder.engine.depindex.DepIndex` digests the keys of values worked out before
+    the pages render (``figures:<path>``, ``summary:<part>``), by kind: from this build's values,
+    so a kept page's earlier reads are compared with what they are now."""
+    site = ctx.site
+    docs = {
+        page.doc.rel: page.doc
+        for pages in (site.recipes, site.case_studies, site.posts)
+        for page in pages.values()
+    }
+
+    def figures(rel: str) -> bytes:
+        doc = docs.get(rel)
+        shown = ctx.markdown.figures_of(doc) if doc is not None else ()
+        return figures_digest(shown).encode() if shown else b"-"
+
+    def part(name: str) -> bytes:
+        return repr(getattr(summary, name, None)).encode()
+
+    return {"figures": figures, "summary": part}
