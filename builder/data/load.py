@@ -162,6 +162,20 @@ class Site:
             self._con.close()
             self._con = None
 
+    def measured_on(self, hardware: str) -> Site:
+        """The site with only the rows measured on ``hardware``'s nodes (row ids, files and lines as
+        they are)."""
+        import dataclasses
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        nodes = pa.array(
+            sorted(n for n, node in self.nodes.items() if node.hardware == hardware), pa.string()
+        )
+        rows = self.rows.filter(pc.is_in(self.rows.column("node"), value_set=nodes))
+        return dataclasses.replace(self, rows=rows, _con=None)
+
     def row_sources(self, row_ids: list[int]) -> list[tuple[ParsedFile, int]]:
         """The file each row comes from and its row number there, for rows given by ``row_id``."""
         file_ids = self.rows.column("file_id").to_numpy()[row_ids].tolist()

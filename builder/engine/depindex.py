@@ -64,6 +64,7 @@ class DepIndex:
         self._values = values if values is not None else {}
         self.front: dict[str, bytes] = dict(cache.front)
         self.rows_of: dict[str, list[bytes | str]] = {}
+        self.rows_entries = cache.rows.entries
         for rel, row_entry in cache.rows.entries.items():
             for slug in row_entry.recipes:
                 self.rows_of.setdefault(slug, []).extend([rel, row_entry.digest])
@@ -131,6 +132,13 @@ class DepIndex:
             return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
         if kind in self._values and arg:
             return digest_parts(dep, self._values[kind](arg))
+        if kind == "rows-on" and arg:
+            nodes = {name for name, node in self.site.nodes.items() if node.hardware == arg}
+            parts = [dep, *sorted(nodes)]
+            for rel, entry in sorted(self.rows_entries.items()):
+                if nodes.intersection(entry.nodes):
+                    parts += [rel, entry.digest]
+            return digest_parts(*parts)
         if kind == "front" and arg:
             return digest_parts(dep, self.front.get(f"content/recipes/{arg}.md", b"-"))
         if kind == "recipe" and arg:

@@ -16,6 +16,8 @@ The keys:
     every row whose ``recipe`` is the slug (its values, file and line);
 ``rows``
     every row file (the rows table, the row files, a query);
+``rows-on:<hardware>``
+    the row files with a row on one of the hardware's nodes (the rows measured on it);
 ``file:<path>``
     one input file, whole (a body rendered from it);
 ``case-studies`` / ``posts``
@@ -38,6 +40,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import numpy as np
 
 from builder.content.markdown import figures_digest
 from builder.data.load import Site
@@ -107,15 +111,22 @@ class ReadingSite(Site):
     file, and whose recipes, case studies and posts are :class:`ReadingMapping` views."""
 
     _raw: Site
+    _rows_key: str = "rows"
+    """What reading the rows reads: every row file, or those of one hardware (:meth:`measured_on`)."""
 
     def __getattribute__(self, name: str) -> Any:
         if name in _ROWS:
-            note("rows")
+            note(object.__getattribute__(self, "_rows_key"))
         return super().__getattribute__(name)
+
+    def measured_on(self, hardware: str) -> Site:
+        # The rows of one hardware read the row files with a row on its nodes, not every row file.
+        raw: Site = object.__getattribute__(self, "_raw")
+        return reading_site(raw.measured_on(hardware), rows_key=f"rows-on:{hardware}")
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        note("rows")
+        note(object.__getattribute__(self, "_rows_key"))
         raw: Site = object.__getattribute__(self, "_raw")
         return raw.con
 
@@ -132,7 +143,7 @@ class ReadingSite(Site):
         return raw.row_sources(row_ids)
 
 
-def reading_site(site: Site) -> Site:
+def reading_site(site: Site, rows_key: str = "rows") -> Site:
     """``site`` as a view (:class:`ReadingSite`)."""
     fields = {f.name: getattr(site, f.name) for f in dataclasses.fields(site)}
     fields["recipes"] = ReadingMapping(site.recipes, "front", "recipes")
@@ -141,6 +152,7 @@ def reading_site(site: Site) -> Site:
     fields["_con"] = None
     view = ReadingSite(**fields)
     object.__setattr__(view, "_raw", site)
+    object.__setattr__(view, "_rows_key", rows_key)
     return view
 
 
@@ -151,16 +163,39 @@ class ReadingReconciliation:
     def __init__(self, recon: Reconciliation, site: Site) -> None:
         self._recon = recon
         self._site = site
-        self._recipe_of: list[str] | None = None
+        self._recipe_of: tuple[np.ndarray, list[str]] | None = None
+
+    def _rows_read(self, row_ids: Any) -> None:
+        """Reading some rows' statuses reads those rows' recipes and rows."""
+        if not noting():
+            return
+        if self._recipe_of is None:
+            import pyarrow.compute as pc
+
+            encoded = pc.dictionary_encode(self._site.rows.column("recipe")).combine_chunks()
+            self._recipe_of = (encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist())
+        codes, names = self._recipe_of
+        for code in np.unique(codes[row_ids]).tolist():
+            note(f"front:{names[code]}")
+            note(f"rows-of:{names[code]}")
 
     def status(self, row_id: int) -> RowStatus:
-        if noting():
-            if self._recipe_of is None:
-                self._recipe_of = [str(s) for s in self._site.rows.column("recipe").to_pylist()]
-            slug = self._recipe_of[row_id]
-            note(f"front:{slug}")
-            note(f"rows-of:{slug}")
+        self._rows_read(row_id)
         return self._recon.status(row_id)
+
+    @property
+    def kind_of_row(self) -> _KindOfRow:
+        return _KindOfRow(self._recon.kind_of_row, self._rows_read)
+
+    @property
+    def kinds(self) -> list[RowStatus]:
+        # The distinct statuses: which row has which is read through kind_of_row or status.
+        return self._recon.kinds
+
+    @property
+    def statuses(self) -> dict[int, RowStatus]:
+        # Statuses set one by one (hand-made reconciliations); each is read through status.
+        return self._recon.statuses
 
     def findings_for(self, recipe: str) -> list[Finding]:
         note(f"front:{recipe}")
@@ -198,6 +233,18 @@ class ReadingReconciliation:
         note("rows")
         note("recipes")
         return getattr(self._recon, name)
+
+
+class _KindOfRow:
+    """``kind_of_row`` read by row ids: notes what those rows' statuses read."""
+
+    def __init__(self, array: np.ndarray, rows_read: Callable[[Any], None]) -> None:
+        self._array = array
+        self._rows_read = rows_read
+
+    def __getitem__(self, row_ids: Any) -> Any:
+        self._rows_read(row_ids)
+        return self._array[row_ids]
 
 
 class ReadingMarkdown:

@@ -42,9 +42,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES
 from builder.data.load import Site
@@ -394,10 +391,8 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     from builder.site.comparisons import disputed_claims
     from builder.site.figure_grid import FigureGrid, rows_table
 
-    nodes = sorted(n for n, hw in site.node_hardware().items() if hw == hardware)
-    table = site.rows
-    positions = pc.indices_nonzero(pc.is_in(table.column("node"), value_set=pa.array(nodes, pa.string())))
-    mine = table.select(["row_id", "recipe", "file_id", "file_row", *_SERVE, *METRICS]).take(positions)
+    site = site.measured_on(hardware)
+    mine = site.rows.select(["row_id", "recipe", "file_id", "file_row", *_SERVE, *METRICS])
     local = {row_id: i for i, row_id in enumerate(mine.column("row_id").to_pylist())}
     slugs = sorted(set(mine.column("recipe").to_pylist()))
     rows = rows_by_recipe(site)
