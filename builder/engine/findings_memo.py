@@ -2,14 +2,16 @@
 
 Findings are computed per recipe (:func:`builder.analysis.findings.find_non_reproduction` with ``recipes``
 gives the whole site's findings of those recipes), from that recipe's rows, its front matter
-and which hardware each node is. A recipe's *key* hashes all of it: its whole front matter (as the
-model serialises it: no list of fields to keep up to date), every row file naming the recipe (path and content hash: its rows,
-their order and their lines) and the node → hardware map. A recipe whose key is unchanged gets its
+and what the site declares beside them. A recipe's *key* hashes all of it: its whole front matter (as
+the model serialises it: no list of fields to keep up to date), every row file naming the recipe (path
+and content hash: its rows, their order and their lines) and the *context*: ``site.yaml`` and every
+file under ``data/`` that is not a row file (nodes, hardware, annotations), whole, so a setting or a
+field the analysis starts to read is in the key without anyone listing it. A recipe whose key is unchanged gets its
 findings of the previous build back, detached from that build's rows and bound to this one's
 (:func:`builder.analysis.findings.restore_findings`) when first asked for (:class:`SiteFindings`: an edit
 build restores those of the pages it renders); the others are computed. Annotations are attached
 afterwards, every build, as without the memo. Row statuses are kept too, whole, while no row file,
-front matter or node changes (:func:`statuses_key`). The builder's code is not in the
+front matter or context changes (:func:`statuses_key`). The builder's code is not in the
 keys: the incremental engine drops the whole load cache, this memo with it, when the code changes. A
 recipe whose file did not change since the memo was stored keeps its key unhashed (:func:`recipe_keys`).
 """
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from builder.analysis.annotations import LocatedAnnotation
     from builder.analysis.reconcile import RowStatus
     from builder.analysis.run_groups import Combinations
+    from builder.config import SiteConfig
     from builder.data.load import Site
     from builder.engine.loadcache import RowEntry
 
@@ -50,6 +53,7 @@ def recipe_keys(
     row_entries: Mapping[str, RowEntry],
     earlier: Mapping[str, bytes] | None = None,
     changed: Collection[str] | None = None,
+    context: bytes = b"",
 ) -> dict[str, bytes]:
     """Each recipe's key: everything its findings are computed from (see the module docstring).
 
@@ -69,7 +73,6 @@ def recipe_keys(
             todo.append(slug)
     if not todo:
         return keys
-    nodes = digest_parts(*(f"{node}\0{site.nodes[node].hardware}" for node in sorted(site.nodes)))
     wanted = set(todo)
     files: dict[str, list[bytes | str]] = {}
     # Only the row files naming a recipe to hash (17,000 files at 1,000 recipes: sorting them all
@@ -80,19 +83,34 @@ def recipe_keys(
             files.setdefault(slug, []).extend((rel, entry.kind, entry.digest))
     for slug in todo:
         front = site.recipes[slug].meta.model_dump_json()
-        keys[slug] = digest_parts(slug, front, nodes, *files.get(slug, ()))
+        keys[slug] = digest_parts(slug, front, context, *files.get(slug, ()))
     return keys
 
 
+def context_digest(config: SiteConfig) -> bytes:
+    """What the site declares beside its content and rows: ``site.yaml`` and the files directly under
+    ``data/`` (nodes, hardware, annotations), whole (a few small files, read on every load)."""
+    from builder.engine.depindex import digest_parts
+    from builder.files import read_regular
+
+    root = config.root
+    paths = [root / "site.yaml", *sorted((root / "data").glob("*"))]
+    parts: list[bytes | str] = []
+    for path in paths:
+        if path.is_file():
+            parts += [path.relative_to(root).as_posix(), read_regular(path)]
+    return digest_parts("context", *parts)
+
+
 def data_unchanged(changed: Collection[str]) -> bool:
-    """Whether no file under ``data/`` (rows, nodes, annotations) is among ``changed``: then the keys
-    and statuses an earlier build stored can hold."""
-    return not any(key.startswith("data/") for key in changed)
+    """Whether neither ``site.yaml`` nor a file under ``data/`` (rows, nodes, annotations) is among
+    ``changed``: then the keys and statuses an earlier build stored can hold."""
+    return not any(key.startswith("data/") or key == "site.yaml" for key in changed)
 
 
 def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes]) -> bytes:
     """What every row's status is computed from: every row file in order (their rows, their ids)
-    and every recipe's key (its front matter, the node → hardware map)."""
+    and every recipe's key (its front matter, the context)."""
     from builder.engine.depindex import digest_parts
 
     parts: list[bytes | str] = []

@@ -77,6 +77,7 @@ def load_and_reconcile(
         return Loaded(site, problems, recon)
     from builder.engine.findings_memo import (
         FindingsMemo,
+        context_digest,
         data_unchanged,
         recipe_keys,
         reconcile_memoised,
@@ -86,7 +87,7 @@ def load_and_reconcile(
     entries = cache.rows.entries
     changed, cache.changed = cache.changed, None
     earlier = cache.recipe_keys
-    keys = recipe_keys(site, entries, earlier, changed)
+    keys = recipe_keys(site, entries, earlier, changed, context_digest(config))
     same = changed is not None and data_unchanged(changed) and keys == earlier
     # No row file and no recipe's key changed: the kept statuses' key is still theirs.
     status_key = cache.status_key if same and cache.status_key is not None else statuses_key(entries, keys)

@@ -173,6 +173,22 @@ def test_a_node_moved_to_other_hardware_recomputes_every_recipe(site: Path) -> N
     assert after == clean(site)
 
 
+def test_any_edit_of_site_settings_or_data_files_recomputes_every_recipe(site: Path) -> None:
+    """No list says which settings or data fields the analysis reads: ``site.yaml`` and every data
+    file beside the rows are in each recipe's key whole, so a field it starts to read is covered."""
+    cache = LoadCache()
+    cached(site, cache)
+    for rel in ("site.yaml", "data/hardware.yaml"):
+        path = site / rel
+        before = path.read_text(encoding="utf-8") if path.exists() else ""
+        path.write_text(before + "\n# an edit the analysis may read\n", encoding="utf-8")
+        after, computed = cached(site, cache)
+        assert computed == set(SLUGS), rel
+        assert after == clean(site)
+    after, computed = cached(site, cache)
+    assert computed == set()  # and kept again while nothing changes
+
+
 def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The memo lives in the load cache, which another builder (code or toolchain) discards."""
     out = site / "site"
@@ -237,7 +253,7 @@ def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Pat
 
 
 def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
-    from builder.engine.findings_memo import recipe_keys
+    from builder.engine.findings_memo import context_digest, recipe_keys
 
     engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
     assert engine.build(None).ok
@@ -249,7 +265,9 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
     assert cache is not None
     loaded = load_and_reconcile(load_config(site))
     assert loaded.recon is not None
-    assert cache.recipe_keys == recipe_keys(loaded.site, cache.rows.entries)
+    assert cache.recipe_keys == recipe_keys(
+        loaded.site, cache.rows.entries, context=context_digest(load_config(site))
+    )
 
 
 def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
