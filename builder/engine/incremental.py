@@ -382,12 +382,10 @@ class IncrementalBuilder:
             # DuckDB is not fork-safe (see render_jobs): no connection of ours alive at fork time.
             self._quick_con.close()
             self._quick_con = None
-        from builder.site import charts
-
         for key in list(cache.memo.keys("chart-spec")):
             spec = cache.memo.get(key)
             if spec is not None:
-                charts.SPEC_TEMPLATES.setdefault((key[1], key[2]), spec)
+                ctx.specs.by_kind.setdefault((key[1], key[2]), spec)
         forks = workers > 1 and len(pending) > 1
         if forks:
             import_renderers(jobs[i][0] for i in pending)
@@ -408,7 +406,7 @@ class IncrementalBuilder:
         try:
             results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
             running = running or [pool.submit(make, stage) for _, stage in producers]
-            for (kind, quantity), spec in charts.SPEC_TEMPLATES.items():
+            for (kind, quantity), spec in ctx.specs.by_kind.items():
                 if not cache.memo.use(("chart-spec", kind, quantity)):
                     cache.memo.put(("chart-spec", kind, quantity), spec)
             failed = [r for r in results if r.error is not None]

@@ -71,16 +71,14 @@ _FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
 def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[Any, Any]]:
     """Render some jobs; also return the markdown this worker rendered or used and the chart spec
     templates it built, for the parent's caches (the next build's workers inherit them)."""
-    from builder.site import charts
-
     assert _FORK is not None
     ctx, recorder, jobs = _FORK
     before = set(ctx.markdown.cache)
-    specs = set(charts.SPEC_TEMPLATES)
+    specs = set(ctx.specs.by_kind)
     ctx.markdown.used = set()
     results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
     fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
-    built = {k: v for k, v in charts.SPEC_TEMPLATES.items() if k not in specs}
+    built = {k: v for k, v in ctx.specs.by_kind.items() if k not in specs}
     return results, fresh, ctx.markdown.used, built
 
 
@@ -163,8 +161,6 @@ def render_jobs(
     import concurrent.futures
     import multiprocessing
 
-    from builder.site import charts
-
     chunks = job_chunks(pending, count)
     results: list[_Rendered] = []
     _FORK = (ctx, recorder, jobs)
@@ -182,7 +178,7 @@ def render_jobs(
                 results.extend(chunk_results)
                 ctx.markdown.cache.update(fresh)
                 ctx.markdown.used.update(used)
-                charts.SPEC_TEMPLATES.update(built)
+                ctx.specs.by_kind.update(built)
                 if progress is not None:
                     progress("render", len(results), total)
     finally:

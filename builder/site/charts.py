@@ -170,11 +170,11 @@ def chart_from_rows(
     return Chart(chart_id, kind, title, caption, columns, fields, rows, quantity, rows_link)
 
 
-def page_data(charts: Iterable[Chart]) -> str:
+def page_data(charts: Iterable[Chart], templates: SpecTemplates) -> str:
     """The page's one chart data block, JSON escaped for ``<script type="application/json">``.
 
     ``{"specs": {key: Vega-Lite spec}, "charts": {chart id: {"spec": key, "fields": [...], "rows":
-    [[...], ...]}}}``: each spec template once (constant per kind, see :func:`spec_template`), each
+    [[...], ...]}}}``: each spec template once (constant per kind, see :class:`SpecTemplates`), each
     chart's values once. ``static/charts.js`` turns a chart's rows back into objects and sets them as
     the spec's ``data.values``; nothing in the block is ever evaluated.
     """
@@ -183,7 +183,7 @@ def page_data(charts: Iterable[Chart]) -> str:
     for chart in charts:
         key = chart.spec_key
         if key not in specs:
-            specs[key] = spec_template(chart.kind, chart.quantity).bare
+            specs[key] = templates.get(chart.kind, chart.quantity).bare
         data[chart.id] = {"spec": key, "fields": chart.fields, "rows": chart.rows}
     # The templates are escaped already (see _build_spec_template); the keys are ours. orjson:
     # faster than json.dumps on a page's values, and as deterministic (no NaN or infinity reaches
@@ -205,23 +205,29 @@ def axis_title(quantity: str) -> str:
     return f"{label} ({unit})"
 
 
-SPEC_TEMPLATES: dict[tuple[str, str], SpecTemplate] = {}
-"""Templates built in this process, by (kind, quantity). A template is a pure function of the code
-running here (the kind's definition, the labels it shows, the Altair version): the engine keeps them
-across builds only while that code is the same (:class:`builder.engine.loadcache.LoadCache`)."""
-
-
 def spec_template(kind: str, quantity: str = "") -> SpecTemplate:
     """The kind's spec template, built with Altair."""
-    found = SPEC_TEMPLATES.get((kind, quantity))
-    if found is not None:
-        return found
     if kind not in KINDS:
         raise ValueError(f"unknown chart kind {kind!r}")
     if (kind in PER_QUANTITY) != bool(quantity):
         raise ValueError(f"chart kind {kind!r} {'needs' if kind in PER_QUANTITY else 'takes no'} quantity")
-    built = SPEC_TEMPLATES[kind, quantity] = _build_spec_template(kind, quantity)
-    return built
+    return _build_spec_template(kind, quantity)
+
+
+class SpecTemplates:
+    """A render's spec templates, each built once when a page first needs it. A template is a pure
+    function of the code running (the kind's definition, the labels it shows, the Altair version),
+    so ``known`` may hand in templates an earlier build of the same code made."""
+
+    def __init__(self, known: dict[tuple[str, str], SpecTemplate] | None = None) -> None:
+        self.by_kind: dict[tuple[str, str], SpecTemplate] = dict(known or {})
+        """Every template this render has, by (kind, quantity)."""
+
+    def get(self, kind: str, quantity: str = "") -> SpecTemplate:
+        found = self.by_kind.get((kind, quantity))
+        if found is None:
+            found = self.by_kind[kind, quantity] = spec_template(kind, quantity)
+        return found
 
 
 def _build_spec_template(kind: str, quantity: str) -> SpecTemplate:

@@ -21,6 +21,7 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import Markdown
 from builder.data.load import Site
 from builder.errors import TemplateError
+from builder.site.charts import SpecTemplates
 
 Output = dict[str, bytes]
 """Relative output path → the file's bytes."""
@@ -96,6 +97,9 @@ class RenderContext:
     """Base model → slug of its comparison page (models with more than one recipe)."""
     node_hw: dict[str, str] = field(default_factory=dict)
     """Node → hardware id, for the settings of charts and comparisons."""
+    specs: SpecTemplates = field(default_factory=SpecTemplates)
+    """The charts' spec templates this render built or was given (the environment's ``chart_data``
+    uses them)."""
 
     def page(self, template: str, out_path: str, **values: Any) -> bytes:
         settings = self.site.config.settings

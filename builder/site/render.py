@@ -22,7 +22,7 @@ from builder.errors import BuildAborted
 from builder.site import content_summary, home
 from builder.site.chart_data import recipe_charts
 from builder.site.chart_runtime import RUNTIME_ASSET, runtime_bundle, user_cache_dir
-from builder.site.charts import page_data
+from builder.site.charts import SpecTemplates, page_data
 from builder.site.choose import known_hardware
 from builder.site.choose_pages import choose_page_jobs
 from builder.site.context import Assets, ContentSummary, Output, PageJob, RenderContext
@@ -47,7 +47,7 @@ from builder.site.views import (
 )
 
 
-def make_environment(templates: Path) -> jinja2.Environment:
+def make_environment(templates: Path, specs: SpecTemplates | None = None) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates)),
         autoescape=True,  # every template, HTML and XML alike
@@ -65,7 +65,8 @@ def make_environment(templates: Path) -> jinja2.Environment:
     # Table bodies built in Python: the per-cell cost of a template loop would dominate rendering.
     env.globals["row_table_rows"] = row_table_rows
     env.globals["chart_rows"] = chart_rows
-    env.globals["chart_data"] = lambda charts: Markup(page_data(charts))  # escaped for <script>
+    chart_specs = specs if specs is not None else SpecTemplates()
+    env.globals["chart_data"] = lambda charts: Markup(page_data(charts, chart_specs))  # escaped for <script>
     env.globals["faq_jsonld"] = faq_jsonld
     return env
 
@@ -89,10 +90,12 @@ def make_context(
     markdown.bind(figures)
     assets = Assets.collect(config.templates / "static")
     assets.add(RUNTIME_ASSET, runtime_bundle(config.cache_dir, user_cache_dir()))
+    specs = SpecTemplates()
     return RenderContext(
         site=site,
         recon=recon,
-        env=make_environment(config.templates),
+        env=make_environment(config.templates, specs),
+        specs=specs,
         markdown=markdown,
         assets=assets,
         rows=rows,

@@ -27,6 +27,7 @@ from builder.site.charts import (
     KINDS,
     PER_QUANTITY,
     PROMPT,
+    SpecTemplates,
     escape_json,
     page_data,
     spec_template,
@@ -130,9 +131,11 @@ def test_templates_hold_no_expression_and_no_counter_names(kind: str) -> None:
                 assert isinstance(step["filter"], dict) and set(step["filter"]) == {"field", "equal"}
 
 
-def test_template_is_built_once_per_kind() -> None:
-    assert spec_template(HISTORY, "itl_ms") is spec_template(HISTORY, "itl_ms")
-    assert spec_template(HISTORY, "itl_ms") is not spec_template(HISTORY, "decode_tok_s")
+def test_template_is_built_once_per_kind_and_render() -> None:
+    specs = SpecTemplates()
+    assert specs.get(HISTORY, "itl_ms") is specs.get(HISTORY, "itl_ms")
+    assert specs.get(HISTORY, "itl_ms") is not specs.get(HISTORY, "decode_tok_s")
+    assert SpecTemplates().get(HISTORY, "itl_ms") is not specs.get(HISTORY, "itl_ms")  # nothing global
     with pytest.raises(ValueError):
         spec_template(HISTORY)
     with pytest.raises(ValueError):
@@ -161,7 +164,7 @@ def test_page_data_is_inert_json_with_each_value_intact() -> None:
         )
         for q in ("decode_tok_s", "ttft_ms")
     ]
-    text = page_data(charts)
+    text = page_data(charts, SpecTemplates())
     for bad in ("<", ">", "&", "\u2028", "\u2029"):
         assert bad not in text
     block = json.loads(text)
@@ -170,7 +173,7 @@ def test_page_data_is_inert_json_with_each_value_intact() -> None:
     chart = block["charts"]["chart-history-ttft_ms"]
     assert chart["spec"] == "history/ttft_ms"
     assert [dict(zip(chart["fields"], row, strict=True)) for row in chart["rows"]] == SAMPLE_VALUES[HISTORY]
-    assert page_data(charts) == text  # deterministic
+    assert page_data(charts, SpecTemplates()) == text  # deterministic
 
 
 def test_page_data_takes_numpy_scalars_as_numbers() -> None:
@@ -181,7 +184,7 @@ def test_page_data_takes_numpy_scalars_as_numbers() -> None:
     chart = make_chart(
         PROMPT, "chart-prompt", "t", "c", (), [{"concurrency": np.int64(8), "decode": np.float64(1.5)}]
     )
-    assert json.loads(page_data([chart]))["charts"]["chart-prompt"]["rows"] == [[8, 1.5]]
+    assert json.loads(page_data([chart], SpecTemplates()))["charts"]["chart-prompt"]["rows"] == [[8, 1.5]]
 
 
 def test_runtime_bundle_is_read_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -598,7 +601,7 @@ def test_history_points_are_runs_and_findings_are_ringed() -> None:
     ]
     assert chart.values[-1]["note"] == "decode_tok_s does not reproduce </script>"
     assert chart.values[-1]["setting"] == chart.values[0]["setting"] == "2,048-token prompt · concurrency 1"
-    data = page_data([chart])
+    data = page_data([chart], SpecTemplates())
     assert "</script>" not in data
     embedded = json.loads(data)["charts"][chart.id]
     assert embedded["spec"] == "history/decode_tok_s"
