@@ -12,7 +12,7 @@ import hashlib
 import pickle
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -193,10 +193,13 @@ def figures_digest(figures: tuple[BoundFigure, ...]) -> str:
 class Markdown:
     """The one markdown parser of a build; each body is rendered once, by its content key."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: Mapping[str, RenderedBody] | None = None) -> None:
+        self._known: Mapping[str, RenderedBody] = known if known is not None else {}
+        """Bodies rendered before, by key (an earlier build's, kept by the engine): a key covers the
+        body, the mode and what its figures show, so a body found here is the one rendering gives."""
         self._parser: Any = None
-        """Made when a body first needs rendering (:meth:`_md`): a build whose bodies all come from
-        :meth:`remembered` never imports markdown-it (a slow import, with its regexes)."""
+        """Made when a body first needs rendering (:meth:`_md`): a build whose bodies are all
+        ``known`` never imports markdown-it (a slow import, with its regexes)."""
         self._cache: dict[str, RenderedBody] = {}
         self.used: set[str] = set()
         """Keys rendered or looked up by this build."""
@@ -270,27 +273,21 @@ class Markdown:
         """A body rendered (a document's: keyed by what its parse worked out)."""
         key = self._key(source, faq)
         self.used.add(key)
-        cached = self._cache.get(key) or self.remembered(key)
+        cached = self._cache.get(key) or self._known.get(key)
         if cached is None:
             cached = self._render(_body(source), faq, self._bound_keys.get(key, ()))
         self._cache[key] = cached
         return cached
 
-    def remembered(self, key: str) -> RenderedBody | None:
-        """A body an earlier build rendered under ``key``: none here (the engine's subclass keeps
-        them, :class:`builder.engine.incremental.KeptMarkdown`)."""
-        del key
-        return None
-
     def missing(self, bodies: Iterable[str | Document], *, faq: bool = False) -> dict[str, str]:
-        """The bodies neither rendered nor remembered yet, by key, for a caller that renders them
+        """The bodies neither rendered nor known yet, by key, for a caller that renders them
         elsewhere (:meth:`render_body`) and hands them back (:meth:`add`)."""
         out: dict[str, str] = {}
         for source in bodies:
             key = self._key(source, faq)
             if key in out or key in self._cache:
                 continue
-            found = self.remembered(key)
+            found = self._known.get(key)
             if found is not None:
                 self._cache[key] = found
             else:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,23 +76,35 @@ def _render_body(markdown: Markdown, item: tuple[str, str]) -> tuple[str, Render
     return key, markdown.render_body(body, faq=True, key=key)
 
 
-class KeptMarkdown(Markdown):
-    """The build's markdown, with the bodies earlier builds rendered kept in the engine's memo under
-    ``("markdown", key)``."""
+class _MemoBodies(Mapping[str, RenderedBody]):
+    """The memo's rendered bodies, ``("markdown", key)``, as the mapping :class:`Markdown` looks in."""
 
     def __init__(self, memo: Memo) -> None:
-        super().__init__()
         self._memo = memo
 
-    def remembered(self, key: str) -> RenderedBody | None:
+    def __getitem__(self, key: str) -> RenderedBody:
         found: RenderedBody | None = self._memo.get(("markdown", key))
+        if found is None:
+            raise KeyError(key)
         return found
 
-    def keep(self) -> None:
-        """Keep in the memo every body this build used (rendered here or by the render workers)."""
-        for key in self.used:
-            if not self._memo.use(("markdown", key)) and key in self.cache:
-                self._memo.put(("markdown", key), self.cache[key])
+    def __iter__(self) -> Iterator[str]:
+        return (key[1] for key in self._memo.keys("markdown"))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._memo.keys("markdown"))
+
+
+def kept_markdown(memo: Memo) -> Markdown:
+    """The build's markdown, knowing the bodies earlier builds rendered."""
+    return Markdown(known=_MemoBodies(memo))
+
+
+def keep_bodies(markdown: Markdown, memo: Memo) -> None:
+    """Keep in the memo every body this build used (rendered here or by the render workers)."""
+    for key in markdown.used:
+        if not memo.use(("markdown", key)) and key in markdown.cache:
+            memo.put(("markdown", key), markdown.cache[key])
 
 
 class IncrementalBuilder:
@@ -210,7 +222,7 @@ class IncrementalBuilder:
             loaded.site.close_connection()
             return False
         try:
-            self._context = make_context(loaded.site, loaded.recon, KeptMarkdown(cache.memo))
+            self._context = make_context(loaded.site, loaded.recon, kept_markdown(cache.memo))
         except BuildAborted:  # a figure no row supports: the full build reports it
             return False
         finally:
@@ -343,7 +355,7 @@ class IncrementalBuilder:
         memo = StageMemo(cache.memo, lambda p: p in previous and p not in damaged, glob, deps_index)
         changed_templates = None if changed is None else {k for k in changed if k.startswith("templates/")}
         prints = Fingerprints(glob, deps_index, inputs.digests, changed_templates)
-        markdown = KeptMarkdown(cache.memo)
+        markdown = kept_markdown(cache.memo)
         out = config.out
         earlier = self._context if reused else None
         ctx = make_context(site, loaded.recon, markdown, earlier.rows if earlier else None)
@@ -462,7 +474,7 @@ class IncrementalBuilder:
             deps_index.digests,
         )
         self._state = new_state
-        markdown.keep()
+        keep_bodies(markdown, cache.memo)
         self._record.save(new_state, cache, self._cache_code)
         cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
         lap("save")
