@@ -23,6 +23,7 @@ from builder.content.shell import shell_command
 from builder.data.load import CaseStudy, Recipe, Site
 from builder.site.figures import Cell, pick_cell, setting_of
 from builder.site.figures import Setting as FigureSetting
+from builder.site.reproduce import RunReproduction, reproduce_run
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {m: (QUANTITIES[m].label, QUANTITIES[m].unit) for m in METRICS}
 
@@ -30,14 +31,8 @@ ROW_COLUMNS = ("row_id", *ROW_FIELDS)
 """The columns of a row on pages and in the downloads: its position in the build, then every field."""
 
 
-def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
-    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
-
-    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
-    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
-    or its whole path under ``data/rows/`` when two of the recipe's files share a name, numbered
-    (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
-    """
+def _file_slugs(site: Site, rows: list[dict[str, Any]]) -> tuple[list[tuple[int, int, int]], dict[int, str]]:
+    """Each row's ``(row_id, file_id, file_row)``, and the slug of each of their files (:func:`row_anchors`)."""
     row_ids = [r["row_id"] for r in rows]
     # row_id is the position in the table: one gather per column, not a numpy scalar per row.
     file_ids = site.rows.column("file_id").to_numpy()[row_ids].tolist()
@@ -62,10 +57,65 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
             slug = f"{base}-{number}"
         taken.add(slug)
         slugs[file_id] = slug
-    line_of = {file_id: site.row_files[file_id].line_of for file_id in names}
+    return located, slugs
+
+
+def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
+    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
+
+    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
+    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
+    or its whole path under ``data/rows/`` when two of the recipe's files share a name, numbered
+    (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
+    """
+    located, slugs = _file_slugs(site, rows)
+    line_of = {file_id: site.row_files[file_id].line_of for file_id in slugs}
     return {
         row_id: f"row-{slugs[file_id]}-{line_of[file_id](file_row)}" for row_id, file_id, file_row in located
     }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a recipe page, a row file: where it is, its rows and the commands that reproduce them."""
+
+    file_slug: str
+    """The file's slug, as in its rows' anchors (:func:`row_anchors`)."""
+    rel: str
+    """The row file, relative to the site root."""
+    row_ids: tuple[int, ...]
+    """Its rows on the page, in the file's order."""
+    commands: RunReproduction
+    """The commands that reproduce its rows (:func:`builder.site.reproduce.reproduce_run`)."""
+
+    @property
+    def anchor(self) -> str:
+        """The id of the run on its recipe page: ``run-<file>``."""
+        return f"run-{self.file_slug}"
+
+
+def recipe_runs(site: Site, recipe: Recipe, rows: list[dict[str, Any]]) -> list[Run]:
+    """The runs of a recipe page's rows, in the order their newest row comes in ``rows``."""
+    located, slugs = _file_slugs(site, rows)
+    members: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for row, (_, file_id, file_row) in zip(rows, located, strict=True):
+        members.setdefault(file_id, []).append((file_row, row))
+    runs = []
+    for file_id, found in members.items():
+        found.sort(key=lambda member: member[0])
+        parsed = site.row_files[file_id]
+        in_file = [row for _, row in found]
+        runs.append(
+            Run(
+                file_slug=slugs[file_id],
+                rel=parsed.source.rel,
+                row_ids=tuple(row["row_id"] for row in in_file),
+                commands=reproduce_run(
+                    recipe.meta, recipe.slug, in_file, [parsed.line_of(file_row) for file_row, _ in found]
+                ),
+            )
+        )
+    return runs
 
 
 _ROW_ORDER = [
