@@ -42,6 +42,7 @@ from builder.site.views import (
     headline,
     key_parameters,
     recipe_command,
+    recipe_runs,
     row_anchors,
     rows_by_recipe,
 )
@@ -122,6 +123,7 @@ def render_recipe(ctx: RenderContext, slug: str) -> bytes:
         findings=findings,
         marked_rows=marked_rows,
         anchors=row_anchors(ctx.site, rows),
+        runs=recipe_runs(ctx.site, recipe, rows),
         headline=headline(recipe, rows, ctx.recon, ctx.site.node_hardware()),
         params=key_parameters(recipe),
         command=recipe_command(recipe),

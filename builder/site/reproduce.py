@@ -1,4 +1,4 @@
-"""How to reproduce one row: the serve command, the harness command and the import line.
+"""How to reproduce a row or a run: the serve command, the harness command and the import line.
 
 :func:`reproduce` takes a recipe's front matter and one row (the row's fields, as pages and the
 downloads see them) and returns three shell commands: the server as the row ran it (its own engine,
@@ -8,6 +8,12 @@ file. Each command is built as argument groups (:data:`Groups`, a line each) and
 :func:`builder.content.shell.shell_command`, which quotes every word; values shown in a comment go
 through :func:`_comment`, so no cell can end a comment or a quote and become a command. What the row
 does not record is left out of the commands and said in ``notes``, never guessed.
+
+:func:`reproduce_run` gives the same for the rows of one run (a row file), each command once: the
+serve command, the benchmark command per setting, and one import line for all their outputs. It is
+made of the same functions, so each of its serve and benchmark commands is the one :func:`reproduce`
+gives for some of the rows. A recipe page shows a run's (``partials/runs.html``); ``python -m builder
+reproduce PATH:LINE`` prints a row's.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -437,10 +443,13 @@ TODAY = Verbatim('"$(date -u +%F)"')
 """The day the import runs, as the shell gives it (SGLang's output records no date)."""
 
 
-def _import_line(slug: str, row: Mapping[str, Any], tool: str, out: str, notes: list[str]) -> Groups:
+def _import_line(
+    slug: str, row: Mapping[str, Any], tool: str, outs: Sequence[str], notes: list[str]
+) -> Groups:
+    """The import line for the benchmark outputs ``outs`` (one for a row, a run's settings' for a run)."""
     fmt = IMPORT_FORMATS[tool]
     words: Groups = [
-        ["python", "-m", "builder", "import", "--from", fmt, out],
+        ["python", "-m", "builder", "import", "--from", fmt, *outs],
         ["--recipe", slug],
         ["--node", str(row["node"])],
     ]
@@ -491,11 +500,10 @@ def runnable_command(meta: RecipeMeta, row: Mapping[str, Any]) -> str | None:
     return serve_command(meta, row)[0]
 
 
-def benchmark_commands(
-    meta: RecipeMeta, slug: str, row: Mapping[str, Any]
-) -> tuple[str, str, str, tuple[str, ...]]:
-    """``(tool, benchmark command, import line, notes)`` at the row's setting."""
-    notes: list[str] = []
+def _benchmark(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any], notes: list[str]
+) -> tuple[str, Groups, str]:
+    """``(tool, benchmark command, the file it writes)`` at the row's setting."""
     engine = str(row.get("engine") or meta.engine)
     recorded = row.get("harness")
     tool = (_known_tool(recorded) if recorded else None) or _own_tool(engine)
@@ -507,7 +515,16 @@ def benchmark_commands(
             f"the commands use {tool}, {engine}'s own benchmark."
         )
     harness, out = _harness(meta, slug, row, tool, _setting(row), notes)
-    import_line = _import_line(slug, row, tool, out, notes)
+    return tool, harness, out
+
+
+def benchmark_commands(
+    meta: RecipeMeta, slug: str, row: Mapping[str, Any]
+) -> tuple[str, str, str, tuple[str, ...]]:
+    """``(tool, benchmark command, import line, notes)`` at the row's setting."""
+    notes: list[str] = []
+    tool, harness, out = _benchmark(meta, slug, row, notes)
+    import_line = _import_line(slug, row, tool, [out], notes)
     return tool, shell_command(harness), shell_command(import_line), tuple(notes)
 
 
@@ -520,6 +537,140 @@ def combine(serve: tuple[str, tuple[str, ...]], bench: tuple[str, str, str, tupl
 def reproduce(meta: RecipeMeta, slug: str, row: Mapping[str, Any]) -> Reproduction:
     """The commands that reproduce ``row`` of the recipe ``slug`` (whose front matter is ``meta``)."""
     return combine(serve_command(meta, row), benchmark_commands(meta, slug, row))
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One setting's benchmark command in a run, and the rows measured at that setting."""
+
+    tool: str
+    """The benchmark tool (``vllm bench serve``, ``llama-benchy``...)."""
+    command: str
+    """The benchmark command, as :func:`reproduce` gives it for each of these rows."""
+    lines: tuple[int, ...]
+    """The lines of the row file these rows start on."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """One server of a run (the rows of a row file usually share one) and the other commands of its rows."""
+
+    serve: str
+    """The server as these rows ran it (:func:`serve_command`)."""
+    lines: tuple[int, ...]
+    """The lines of the row file its rows start on."""
+    notes: tuple[tuple[str, tuple[int, ...]], ...]
+    """What the rows do not record, each once (:func:`reproduce`'s notes), with the lines of the rows
+    it concerns, or none when it concerns them all."""
+    benchmarks: tuple[Benchmark, ...]
+    """A benchmark command per setting (distinct command), in the order of the rows."""
+    imports: tuple[str, ...]
+    """The import lines for every benchmark's output: one per tool and node, usually one."""
+
+
+@dataclass(frozen=True)
+class RunReproduction:
+    """The commands that reproduce the rows of one run (a row file), each command once."""
+
+    servings: tuple[Serving, ...]
+    """A server and its rows' commands per distinct serve command (:data:`SERVE_FIELDS`); one for a run."""
+
+    def text(self) -> str:
+        """All of it as one shell script, as :meth:`Reproduction.text` writes a row's: the notes as
+        comments, then the serve command, a benchmark command per setting (each after a comment with
+        the lines of its rows) and the import line."""
+        parts: list[str] = []
+        for number, serving in enumerate(self.servings):
+            if len(self.servings) > 1:
+                parts += [""] if number else []  # a blank line between servers
+                parts.append(f"# the rows on {_lines(serving.lines)}:")
+            for note, lines in serving.notes:
+                parts.append(f"# {_lines(lines)}: {_comment(note)}" if lines else f"# {_comment(note)}")
+            tools = dict.fromkeys(b.tool for b in serving.benchmarks)
+            parts += ["# 1. serve", serving.serve]
+            one_tool = f" ({next(iter(tools))})" if len(tools) == 1 else ""
+            parts.append(f"# 2. benchmark{one_tool}, a command per setting")
+            for bench in serving.benchmarks:
+                parts.append(f"# {_lines(bench.lines)}" + ("" if one_tool else f" ({bench.tool})"))
+                parts.append(bench.command)
+            parts.append("# 3. import the results as a row file")
+            parts += serving.imports
+        return "\n".join(parts) + "\n"
+
+
+def _lines(lines: Sequence[int]) -> str:
+    """``line 4``, ``lines 2-4, 7``."""
+    return f"{'line' if len(lines) == 1 else 'lines'} {line_ranges(sorted(lines))}"
+
+
+@dataclass
+class _Server:
+    """The commands of one server's rows, gathered row by row (:func:`reproduce_run`)."""
+
+    serve: tuple[str, tuple[str, ...]]
+    lines: list[int] = field(default_factory=list)
+    benchmarks: dict[str, tuple[str, list[int]]] = field(default_factory=dict)
+    """Benchmark command to its tool and the lines of its rows."""
+    notes: dict[str, list[int]] = field(default_factory=dict)
+    """Note of a benchmark command or import line to the lines of the rows it concerns."""
+    imports: dict[tuple[tuple[tuple[bool, str], ...], ...], tuple[Mapping[str, Any], str, list[str]]] = field(
+        default_factory=dict
+    )
+    """Import line without its outputs to a row it is made for, its tool and the outputs."""
+
+    def add(self, meta: RecipeMeta, slug: str, line: int, row: Mapping[str, Any]) -> None:
+        self.lines.append(line)
+        notes: list[str] = []
+        tool, harness, out = _benchmark(meta, slug, row, notes)
+        self.benchmarks.setdefault(shell_command(harness), (tool, []))[1].append(line)
+        import_line = _import_line(slug, row, tool, [], notes)
+        key = tuple(tuple((isinstance(w, Verbatim), str(w)) for w in group) for group in import_line)
+        outs = self.imports.setdefault(key, (row, tool, []))[2]
+        if out not in outs:
+            outs.append(out)
+        for note in dict.fromkeys(notes):
+            self.notes.setdefault(note, []).append(line)
+
+    def serving(self, slug: str) -> Serving:
+        notes: list[tuple[str, tuple[int, ...]]] = [(note, ()) for note in self.serve[1]]
+        notes += [
+            (note, () if len(lines) == len(self.lines) else tuple(lines))
+            for note, lines in self.notes.items()
+            if note not in self.serve[1]
+        ]
+        return Serving(
+            serve=self.serve[0],
+            lines=tuple(self.lines),
+            notes=tuple(notes),
+            benchmarks=tuple(
+                Benchmark(tool, command, tuple(lines)) for command, (tool, lines) in self.benchmarks.items()
+            ),
+            imports=tuple(
+                shell_command(_import_line(slug, row, tool, outs, []))
+                for row, tool, outs in self.imports.values()
+            ),
+        )
+
+
+def reproduce_run(
+    meta: RecipeMeta, slug: str, rows: Sequence[Mapping[str, Any]], lines: Sequence[int]
+) -> RunReproduction:
+    """The commands that reproduce ``rows``, the rows of one run (a row file) starting on ``lines``,
+    each command once: the serve command per server the rows record (:data:`SERVE_FIELDS`; a run has
+    one), the benchmark command per setting and an import line for all the outputs.
+
+    Made by the functions that make one row's (:func:`reproduce`): every serve and benchmark command
+    is the one :func:`reproduce` gives for some of the rows, and an import line is a row's with every
+    output of its tool and node where the row's has its own.
+    """
+    servers: dict[tuple[Any, ...], _Server] = {}
+    for row, line in zip(rows, lines, strict=True):
+        key = tuple(row.get(name) for name in SERVE_FIELDS)
+        server = servers.get(key)
+        if server is None:
+            server = servers[key] = _Server(serve_command(meta, row))
+        server.add(meta, slug, line, row)
+    return RunReproduction(tuple(server.serving(slug) for server in servers.values()))
 
 
 class NoSuchRow(ValueError):
@@ -541,12 +692,14 @@ def row_at(site: Site, rel: str, line: int) -> dict[str, Any]:
         if not starts:
             raise NoSuchRow(f"{rel}: the file has no valid row (run: python -m builder check)")
         lines = sorted(starts)
-        raise NoSuchRow(f"{rel}:{line}: no row starts on this line (rows start on lines {_ranges(lines)})")
+        raise NoSuchRow(
+            f"{rel}:{line}: no row starts on this line (rows start on lines {line_ranges(lines)})"
+        )
     row: dict[str, Any] = mine.slice(starts[line], 1).to_pylist()[0]
     return row
 
 
-def _ranges(numbers: list[int]) -> str:
+def line_ranges(numbers: Sequence[int]) -> str:
     """``2-5, 7, 9-10``."""
     spans: list[list[int]] = []
     for n in numbers:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from builder.content.models import DETAILS, QUANTITIES, SPREADS, RecipeMeta
 from builder.site.formats import fmt_number
-from builder.site.reproduce import SERVE_FIELDS, Reproduction, benchmark_commands, combine, serve_command
+from builder.site.views import Run
 
 _DETAIL_LABELS = [(name, QUANTITIES[name].label, QUANTITIES[name].unit) for name in DETAILS]
 
@@ -164,23 +164,6 @@ def _notes_body(r: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def _reproduce_body(rep: Reproduction) -> str:
-    notes = "".join(f"<li>{_esc(note)}</li>" for note in rep.notes)
-    body = f'<ul class="small">{notes}</ul>' if notes else ""
-    body += (
-        '<p class="small">Serve:</p>'
-        f'<pre class="cmd"><code>{_esc(rep.serve)}</code></pre>'
-        f'<p class="small">Benchmark ({_esc(rep.tool)}):</p>'
-        f'<pre class="cmd"><code>{_esc(rep.harness)}</code></pre>'
-    )
-    if rep.import_line:
-        body += (
-            '<p class="small">Turn the result into a row file:</p>'
-            f'<pre class="cmd"><code>{_esc(rep.import_line)}</code></pre>'
-        )
-    return body
-
-
 def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
     engine = _esc(f"{r['engine'] or default_engine} {r['engine_version']}")
     build = r["engine_build"]
@@ -196,14 +179,14 @@ def row_table_rows(
     anchors: Mapping[int, str],
     marked: Collection[int],
     meta: RecipeMeta,
-    slug: str,
+    runs: Sequence[Run],
 ) -> Markup:
     """``<tr>`` per row of a recipe's results table, newest first as given.
 
-    A row stays one or two lines high: the source is a short label (a link for a URL), and the
-    notes and the commands that reproduce the row (:func:`builder.site.reproduce.reproduce`) sit
-    behind disclosures. Cells that repeat from row to row (status, engine, notes: a run's rows share
-    them) are built once per distinct value.
+    A row stays one or two lines high: the source is a short label (a link for a URL), the notes sit
+    behind a disclosure, and the commands that reproduce the row are its run's, once per run below
+    the table (``partials/runs.html``): the row links to them. Cells that repeat from row to row
+    (status, engine, notes: a run's rows share them) are built once per distinct value.
     """
     num = fmt_number
     marked = set(marked)
@@ -213,7 +196,11 @@ def row_table_rows(
     engines: dict[tuple[Any, ...], str] = {}
     notes: dict[tuple[Any, ...], str] = {}
     sources: dict[Any, str] = {}
-    serves: dict[tuple[Any, ...], tuple[str, tuple[str, ...]]] = {}
+    run_links = {
+        row_id: f'<a class="run-link" href="#{_esc(run.anchor)}">Reproduce</a>'
+        for run in runs
+        for row_id in run.row_ids
+    }
     texts: dict[str, str] = {}
     dates: dict[Any, str] = {}
     for r in rows:
@@ -244,7 +231,7 @@ def row_table_rows(
         if note is None:
             body = _notes_body(r)
             note = notes[notes_key] = (
-                '<details class="row-more" name="{group}"><summary>Notes</summary>'
+                '<details class="row-more"><summary>Notes</summary>'
                 f'<div class="row-more-body">{body}</div></details>'
                 if body
                 else ""
@@ -260,13 +247,7 @@ def row_table_rows(
             if r["prompt_tokens"] is None
             else num(r["prompt_tokens"])
         )
-        serve_key = tuple(r[name] for name in SERVE_FIELDS)
-        serve = serves.get(serve_key)
-        if serve is None:
-            serve = serves[serve_key] = serve_command(meta, r)
-        rep = combine(serve, benchmark_commands(meta, slug, r))
         anchor = _esc(anchors[row_id])
-        group = f"more-{anchor}"  # one of a row's two disclosures open at a time
         css = f"status-{_esc(st.status)} in-finding" if row_id in marked else f"status-{_esc(st.status)}"
         out.append(
             f'<tr class="{css}" id="{anchor}">'
@@ -283,9 +264,7 @@ def row_table_rows(
             f"{_metric_cell(r, 'itl_ms')}"
             f'<td class="status">{cell}</td>'
             f'<td class="source">{source}</td>'
-            f'<td class="notes">{note.replace("{group}", group)}'
-            f'<details class="row-more reproduce" name="{group}"><summary>Reproduce</summary>'
-            f'<div class="row-more-body">{_reproduce_body(rep)}</div></details></td>'
+            f'<td class="notes">{note}{run_links[row_id]}</td>'
             "</tr>\n"
         )
     return Markup("".join(out))

@@ -21,8 +21,10 @@ from builder.content.markdown import slugify
 from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS, RecipeMeta
 from builder.content.shell import shell_command
 from builder.data.load import CaseStudy, Recipe, Site
+from builder.data.rows import ParsedFile
 from builder.site.figures import Cell, pick_cell, setting_of
 from builder.site.figures import Setting as FigureSetting
+from builder.site.reproduce import RunReproduction, reproduce_run
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {m: (QUANTITIES[m].label, QUANTITIES[m].unit) for m in METRICS}
 
@@ -30,17 +32,13 @@ ROW_COLUMNS = ("row_id", *ROW_FIELDS)
 """The columns of a row on pages and in the downloads: its position in the build, then every field."""
 
 
-def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
-    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
-
-    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
-    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
-    or its whole path under ``data/rows/`` when two of the recipe's files share a name, numbered
-    (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
-    """
-    row_ids = [r["row_id"] for r in rows]
-    located = site.row_sources(row_ids)
-    files = {parsed.source.rel: parsed for parsed, _ in located}
+def _file_slugs(
+    site: Site, rows: list[dict[str, Any]]
+) -> tuple[list[tuple[ParsedFile, int]], dict[str, str]]:
+    """Where each row comes from (its file and row number there), and the slug of each of those
+    files by path (:func:`row_anchors`)."""
+    located = site.row_sources([r["row_id"] for r in rows])
+    files = {parsed.source.rel for parsed, _ in located}
     names = {rel: PurePosixPath(rel).stem for rel in files}
     if len(set(names.values())) < len(names):
         names = {rel: rel.removeprefix("data/rows/").rsplit(".", 1)[0] for rel in files}
@@ -55,10 +53,64 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
             slug = f"{base}-{number}"
         taken.add(slug)
         slugs[rel] = slug
+    return located, slugs
+
+
+def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
+    """Anchor of each row on its recipe page, from where the row comes from: ``row-<file>-<line>``.
+
+    Not the row id: ids shift whenever an earlier file gains or loses rows, which would break links
+    and tie every recipe page to every row file. ``<file>`` is the file's name without extension,
+    or its whole path under ``data/rows/`` when two of the recipe's files share a name, numbered
+    (``-2``, ``-3``) in path order when two still make the same slug (``spark-01``, ``spark_01``).
+    """
+    located, slugs = _file_slugs(site, rows)
     return {
-        row_id: f"row-{slugs[parsed.source.rel]}-{parsed.line_of(file_row)}"
-        for row_id, (parsed, file_row) in zip(row_ids, located, strict=True)
+        row["row_id"]: f"row-{slugs[parsed.source.rel]}-{parsed.line_of(file_row)}"
+        for row, (parsed, file_row) in zip(rows, located, strict=True)
     }
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a recipe page, a row file: where it is, its rows and the commands that reproduce them."""
+
+    file_slug: str
+    """The file's slug, as in its rows' anchors (:func:`row_anchors`)."""
+    rel: str
+    """The row file, relative to the site root."""
+    row_ids: tuple[int, ...]
+    """Its rows on the page, in the file's order."""
+    commands: RunReproduction
+    """The commands that reproduce its rows (:func:`builder.site.reproduce.reproduce_run`)."""
+
+    @property
+    def anchor(self) -> str:
+        """The id of the run on its recipe page: ``run-<file>``."""
+        return f"run-{self.file_slug}"
+
+
+def recipe_runs(site: Site, recipe: Recipe, rows: list[dict[str, Any]]) -> list[Run]:
+    """The runs of a recipe page's rows, in the order their newest row comes in ``rows``."""
+    located, slugs = _file_slugs(site, rows)
+    members: dict[str, tuple[ParsedFile, list[tuple[int, dict[str, Any]]]]] = {}
+    for row, (parsed, file_row) in zip(rows, located, strict=True):
+        members.setdefault(parsed.source.rel, (parsed, []))[1].append((file_row, row))
+    runs = []
+    for rel, (parsed, found) in members.items():
+        found.sort(key=lambda member: member[0])
+        in_file = [row for _, row in found]
+        runs.append(
+            Run(
+                file_slug=slugs[rel],
+                rel=rel,
+                row_ids=tuple(row["row_id"] for row in in_file),
+                commands=reproduce_run(
+                    recipe.meta, recipe.slug, in_file, [parsed.line_of(file_row) for file_row, _ in found]
+                ),
+            )
+        )
+    return runs
 
 
 _ROW_ORDER = [

@@ -1,5 +1,5 @@
-"""The results table in a browser: rows one or two lines high on a desktop and a phone, and a row's
-commands open without widening the table."""
+"""The results table in a browser: rows one or two lines high on a desktop and a phone, a row's notes
+open without widening the table, and a row's link opens the commands of its run."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_rows_are_one_or_two_lines_high_on_a_desktop(device_page: Any, base_url:
 
 
 @pytest.mark.parametrize("device", list(VIEWPORTS))
-def test_a_rows_commands_open_below_it_without_widening_the_table(
+def test_a_rows_notes_open_below_it_without_widening_the_table(
     device_page: Any, base_url: str, device: str
 ) -> None:
     page = device_page(**VIEWPORTS[device])
@@ -36,17 +36,38 @@ def test_a_rows_commands_open_below_it_without_widening_the_table(
     scroller = "document.querySelector('table.rows').closest('.table-scroll')"
     width = page.evaluate(f"{scroller}.scrollWidth")
     row = page.locator("table.rows tbody tr").nth(4)
-    row.locator("details.reproduce summary").click()
-    commands = row.locator("details.reproduce pre.cmd")
-    assert commands.count() == 3
-    assert commands.nth(0).is_visible() and "vllm serve" in commands.nth(0).inner_text()
+    row.locator("td.notes details summary").click()
+    body = row.locator("td.notes details .row-more-body")
+    assert body.is_visible()
     assert page.evaluate(f"{scroller}.scrollWidth") == width
-    # the body stays inside the table's box, and only one of a row's disclosures is open at a time
-    body = row.locator("details.reproduce .row-more-body").bounding_box()
-    box = page.locator("table.rows").bounding_box()
-    assert body is not None and box is not None and body["x"] >= box["x"]
-    row.locator("td.notes details:not(.reproduce) summary").click()
-    assert row.locator("details.reproduce").get_attribute("open") is None
+    # the body stays inside the table's box
+    box, table = body.bounding_box(), page.locator("table.rows").bounding_box()
+    assert box is not None and table is not None and box["x"] >= table["x"]
+
+
+@pytest.mark.parametrize("device", list(VIEWPORTS))
+@pytest.mark.parametrize("script", [True, False])
+def test_a_rows_reproduce_link_opens_the_commands_of_its_run(
+    device_page: Any, base_url: str, device: str, script: bool
+) -> None:
+    page = device_page(**VIEWPORTS[device], java_script_enabled=script)
+    page.goto(base_url + RECIPE)
+    row = page.locator("table.rows tbody tr").nth(4)
+    link = row.locator("td.notes a.run-link")
+    target = link.get_attribute("href") or ""
+    assert target.startswith("#run-")
+    link.click()
+    page.wait_for_url("**" + target)
+    assert (
+        page.evaluate("document.getElementById(location.hash.slice(1)).closest('details.run').open") is True
+    )
+    commands = page.locator(f"{target} pre.cmd")
+    assert commands.is_visible() and "\nvllm serve " in commands.inner_text()
+    box = commands.bounding_box()
+    assert box is not None and box["y"] < VIEWPORTS[device]["viewport"]["height"]  # scrolled to
+    # the commands wrap: nothing on the page scrolls sideways
+    width = VIEWPORTS[device]["viewport"]["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
 
 
 CELL_BOXES = """() => [...document.querySelectorAll('table.rows tbody tr')].map(tr => {

@@ -202,22 +202,27 @@ def _argv(groups: rep.Groups) -> list[str]:
     return [TODAY if word == rep.TODAY else str(word) for group in groups for word in group]
 
 
-def _expected(meta: RecipeMeta, slug: str, row: dict[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """The argument lists the reproduce commands are printed from (the server's, the benchmark's, the
-    import's), and the files the commands themselves write (llama-bench's output, by redirection)."""
+def _expected(meta: RecipeMeta, slug: str, rows: list[dict[str, Any]]) -> tuple[list[list[str]], list[str]]:
+    """The argument lists the reproduce commands of ``rows`` (one row, or the rows of one run) are
+    printed from (the server's, a benchmark's per row, the import's for every output), and the files
+    the commands themselves write (llama-bench's output, by redirection)."""
     notes: list[str] = []
+    row = rows[0]
     engine = str(row.get("engine") or meta.engine)
     serve = [*serve_program(engine), meta.checkpoint, *split_args(row["flags"])]
     tool, *_ = rep.benchmark_commands(meta, slug, row)
-    harness, out = rep._harness(meta, slug, row, tool, rep._setting(row), notes)
-    harness_argv = _argv(harness)
-    written = []
-    if ">" in harness_argv:
-        written.append(harness_argv[-1])
-        harness_argv = harness_argv[: harness_argv.index(">")]
-    import_line = rep._import_line(slug, row, tool, out, notes)
+    benchmarks, outs, written = [], [], []
+    for each in rows:
+        harness, out = rep._harness(meta, slug, each, tool, rep._setting(each), notes)
+        harness_argv = _argv(harness)
+        if ">" in harness_argv:
+            written.append(harness_argv[-1])
+            harness_argv = harness_argv[: harness_argv.index(">")]
+        benchmarks.append(harness_argv)
+        outs.append(out)
+    import_line = rep._import_line(slug, row, tool, outs, notes)
     date = [["date", "-u", "+%F"]] if any(rep.TODAY in group for group in import_line) else []
-    return [serve, harness_argv, *date, _argv(import_line)], written
+    return [serve, *benchmarks, *date, _argv(import_line)], written
 
 
 @FEW
@@ -279,7 +284,7 @@ def test_every_printed_command_runs_exactly_its_arguments(
     )
     programs = (engine,)
     names = tuple(env)
-    expected, written = _expected(meta, slug, row)
+    expected, written = _expected(meta, slug, [row])
     script = rep.reproduce(meta, slug, row).text()
     calls, stderr = run_bash(script, folder, programs=programs, env_names=names, writes=tuple(written))
     assert stderr == ""
@@ -288,6 +293,15 @@ def test_every_printed_command_runs_exactly_its_arguments(
     assert all(c.env == {} for c in calls[1:])
     printed_flags = calls[0].argv[len(serve_program(engine)) + 1 :]
     assert parse_flags(shlex.join(printed_flags)) == parse_flags(flags)
+
+    # a run's script (the recipe page's): one server, a benchmark per setting, one import of them all
+    run = [row, {**row, "concurrency": 4}]
+    expected, written = _expected(meta, slug, run)
+    script = rep.reproduce_run(meta, slug, run, [2, 3]).text()
+    calls, stderr = run_bash(script, folder, programs=programs, env_names=names, writes=tuple(written))
+    assert stderr == ""
+    assert [c.argv for c in calls] == expected
+    assert calls[0].env == env and all(c.env == {} for c in calls[1:])
 
     # the recipe page's serve command and API example
     page = serve_command(checkpoint, split_args(flags), env, engine)

@@ -1,4 +1,4 @@
-"""The commands that reproduce a row: the row's own serve settings, its setting, safe quoting."""
+"""The commands that reproduce a row or a run: the row's own serve settings, its setting, safe quoting."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from builder.content.models import ROW_FIELDS, RecipeMeta
 from builder.site import reproduce as reproduce_module
-from builder.site.reproduce import Reproduction, reproduce
+from builder.site.reproduce import Reproduction, reproduce, reproduce_run
 
 META = RecipeMeta.model_validate(
     {
@@ -341,3 +341,80 @@ def test_sglang_has_no_burstiness_option_and_says_so() -> None:
         in bursty.notes
     )
     assert "--burstiness 0.5" in reproduce(META, "tiny", _row(request_rate=2.5, burstiness=0.5)).harness
+
+
+def _commands(script: str) -> list[str]:
+    """The commands of a script, comments dropped, each with its continuation lines (for scripts
+    whose words hold no line break)."""
+    commands: list[str] = []
+    going = False
+    for line in script.splitlines():
+        if line.startswith("#") and not going:
+            continue
+        commands[-1:] = [commands[-1] + "\n" + line] if going else [*commands[-1:], line]
+        going = line.endswith("\\")
+    return commands
+
+
+SWEEP = [  # a run: three settings, two trials of the first, the last 1,024 tokens deep
+    _row(prompt_tokens=512, concurrency=1, decode_tok_s=50.0),
+    _row(prompt_tokens=512, concurrency=1, decode_tok_s=50.4),
+    _row(prompt_tokens=512, concurrency=4, decode_tok_s=40.0),
+    _row(prompt_tokens=512, concurrency=4, context_tokens=1024, decode_tok_s=38.0),
+]
+
+
+def test_a_run_has_its_serve_command_once_and_a_benchmark_per_setting() -> None:
+    run = reproduce_run(META, "tiny", SWEEP, [2, 3, 4, 5])
+    reps = [reproduce(META, "tiny", row) for row in SWEEP]
+    [serving] = run.servings
+    assert serving.serve == reps[0].serve and serving.lines == (2, 3, 4, 5)
+    # the trials share one command; each command is the one its rows' own reproduction gives
+    assert [(b.command, b.lines) for b in serving.benchmarks] == [
+        (reps[0].harness, (2, 3)),
+        (reps[2].harness, (4,)),
+        (reps[3].harness, (5,)),
+    ]
+    script = run.text()
+    assert script.count(reps[0].serve) == 1
+    assert _commands(script) == [
+        reps[0].serve.split("\n", 1)[1],
+        *(b.command for b in serving.benchmarks),
+        *serving.imports,
+    ]
+    assert "# lines 2-3\n" + reps[0].harness in script and "# line 5\n" + reps[3].harness in script
+
+
+def test_a_runs_import_line_is_a_rows_with_every_output() -> None:
+    run = reproduce_run(META, "tiny", SWEEP, [2, 3, 4, 5])
+    [line] = run.servings[0].imports
+    reps = [reproduce(META, "tiny", row) for row in SWEEP]
+    outs = list(dict.fromkeys(_words(rep.import_line)[6] for rep in reps))
+    assert len(outs) == 3  # one a setting
+    own = _words(reps[0].import_line)
+    assert _words(line) == [*own[:6], *outs, *own[7:]]
+    # a run of one row: the row's own import line
+    assert reproduce_run(META, "tiny", SWEEP[:1], [2]).servings[0].imports == (reps[0].import_line,)
+
+
+def test_a_runs_notes_are_said_once_with_the_lines_they_concern() -> None:
+    run = reproduce_run(META, "tiny", SWEEP, [2, 3, 4, 5])
+    notes = dict(run.servings[0].notes)
+    reps = [reproduce(META, "tiny", row) for row in SWEEP]
+    assert set(notes) == {note for rep in reps for note in rep.notes}
+    assert notes["The row does not record its serve flags: the serve command has the recipe's."] == ()
+    [deep] = [note for note in reps[3].notes if "tokens deep" in note]
+    assert notes[deep] == (5,)
+    script = run.text()
+    assert script.count(deep) == 1 and f"# line 5: {deep}\n" in script
+
+
+def test_rows_of_one_file_with_two_servers_get_a_serve_command_each() -> None:
+    rows = [*SWEEP[:2], _row(flags="--max-model-len 10240", prompt_tokens=512, concurrency=1)]
+    run = reproduce_run(META, "tiny", rows, [2, 3, 4])
+    assert [s.serve for s in run.servings] == [
+        reproduce(META, "tiny", row).serve for row in (rows[0], rows[2])
+    ]
+    assert [s.lines for s in run.servings] == [(2, 3), (4,)]
+    script = run.text()
+    assert "# the rows on lines 2-3:" in script and "# the rows on line 4:" in script

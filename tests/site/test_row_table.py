@@ -1,7 +1,9 @@
-"""The results table, parsed: one-line rows, a short source, notes and the reproduce commands per row."""
+"""The results table, parsed: one-line rows, a short source, notes, and a link to the commands of
+each row's run, which are on the page once per run."""
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from builder.site.reproduce import reproduce
 from builder.site.tables import SOURCE_LABEL, source_label
 from builder.site.views import row_anchors, rows_by_recipe
 from tests.conftest import SITES
+from tests.rowsite import rows_csv, run
 
 HOSTILE = "<img src=x onerror=alert(1)> & 'q' \"d\""
 EXTRA_ROWS = (
@@ -41,27 +44,79 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _soup(page: Path) -> BeautifulSoup:
+    return BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+
+
 def _rows(page: Path) -> list[Tag]:
-    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
-    return soup.select("table.rows tbody tr")
+    return _soup(page).select("table.rows tbody tr")
 
 
-def _commands(tr: Tag) -> list[str]:
-    details = tr.select_one("td.notes details.reproduce")
-    assert details is not None and details.summary is not None
-    assert details.summary.get_text(strip=True) == "Reproduce"
-    return [pre.get_text() for pre in details.select("pre.cmd")]
+def _run_of(soup: BeautifulSoup, tr: Tag) -> Tag:
+    """The disclosure of the run ``tr`` links to, checked to be one: the link's target is an element
+    of the page inside a ``details.run``."""
+    [link] = tr.select("td.notes a.run-link")
+    assert link.get_text() == "Reproduce"
+    href = str(link["href"])
+    assert href.startswith("#")
+    target = soup.find(id=href[1:])
+    assert isinstance(target, Tag), href
+    details = target if target.name == "details" else target.find_parent("details")
+    assert details is not None and "run" in details.get_attribute_list("class"), href
+    return details
 
 
-def test_every_row_has_the_three_commands_of_its_own_row(tiny: Path) -> None:
+def _script(run: Tag) -> str:
+    [pre] = run.select("pre.cmd")
+    return pre.get_text()
+
+
+def _imports(script: str) -> list[list[str]]:
+    """The import lines of a run's script, as shell words (its words hold no line break here)."""
+    commands: list[str] = []
+    going = False
+    for line in script.splitlines():
+        if going:
+            commands[-1] = commands[-1][:-1] + line  # the backslash ends the line, not a word
+        elif line.startswith("#"):
+            continue
+        else:
+            commands.append(line)
+        going = line.endswith("\\")
+    return [shlex.split(c) for c in commands if c.startswith("python -m builder import")]
+
+
+def _covers(run_import: list[str], row_import: list[str]) -> bool:
+    """``run_import`` is the row's import line with more outputs where the row's has its own."""
+    head, out, tail = row_import[:6], row_import[6], row_import[7:]
+    return run_import[:6] == head and out in run_import and run_import[len(run_import) - len(tail) :] == tail
+
+
+def test_every_row_links_to_its_runs_commands_which_are_its_own(tiny: Path) -> None:
     site = load_site(load_config(tiny), Problems())
     rows = rows_by_recipe(site)["tiny"]
     anchors = row_anchors(site, rows)
-    trs = {tr["id"]: tr for tr in _rows(tiny.parent / "out/recipes/tiny/index.html")}
+    soup = _soup(tiny.parent / "out/recipes/tiny/index.html")
+    trs = {tr["id"]: tr for tr in soup.select("table.rows tbody tr")}
     assert len(trs) == len(rows) == 4
+    runs = {}
     for row in rows:
         rep = reproduce(site.recipes["tiny"].meta, "tiny", row)
-        assert _commands(trs[anchors[row["row_id"]]]) == [rep.serve, rep.harness, rep.import_line]
+        run = _run_of(soup, trs[anchors[row["row_id"]]])
+        runs[id(run)] = run
+        script = _script(run)
+        assert rep.serve in script and rep.harness in script
+        assert any(
+            _covers(line, shlex.split(rep.import_line.replace("\\\n", " "))) for line in _imports(script)
+        )
+    # a disclosure per row file, each with the file's name
+    assert len(runs) == 2
+    assert sorted(
+        str(run.summary.code.get_text()) for run in runs.values() if run.summary and run.summary.code
+    ) == [
+        "data/rows/tiny/2026-01-02-node-a.csv",
+        "data/rows/tiny/2026-01-05-node-a.csv",
+    ]
 
 
 def test_the_source_is_a_short_label_and_the_notes_are_behind_a_disclosure(tiny: Path) -> None:
@@ -84,19 +139,49 @@ def test_the_source_is_a_short_label_and_the_notes_are_behind_a_disclosure(tiny:
 def test_shipped_recipe_rows_keep_paragraphs_out_of_the_cells(shipped: Path) -> None:
     """The NVIDIA NVFP4 recipe's notes are paragraphs: no cell shows more than a short line of text
     outside a closed disclosure."""
-    trs = _rows(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html")
+    soup = _soup(shipped / "recipes/qwen3.6-35b-a3b-nvidia-nvfp4/index.html")
+    trs = soup.select("table.rows tbody tr")
     assert len(trs) == 5
     for tr in trs:
-        commands = _commands(tr)
+        script = _script(_run_of(soup, tr))
         for td in tr.find_all("td"):
             for details in td.find_all("details"):
                 assert not details.has_attr("open")
                 details.extract()
             assert len(td.get_text(" ", strip=True)) <= SOURCE_LABEL + 2, td
-        assert commands[0].splitlines()[1].startswith("vllm serve nvidia/Qwen3.6-35B-A3B-NVFP4")
-        assert commands[1].startswith("vllm bench serve") and commands[2].startswith(
-            "python -m builder import"
-        )
+        assert "\nvllm serve nvidia/Qwen3.6-35B-A3B-NVFP4" in script
+        assert "\nvllm bench serve" in script and "\npython -m builder import" in script
+
+
+PAGE_LIMIT = 160_000
+"""A recipe page with 100 rows is at most this many bytes (issue 34's guard)."""
+
+
+@pytest.fixture(scope="module")
+def hundred(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The minimal site with 100 SYNTHETIC rows in two row files: two runs of one sweep (on two engine
+    versions), ten settings (two prompt lengths, five concurrencies) with five trials each."""
+    root = tmp_path_factory.mktemp("rowtable-hundred") / "root"
+    shutil.copytree(SITES / "minimal", root)
+    (root / "data/rows/tiny/2026-01-02-node-a.csv").unlink()
+    for date, version in (("2026-02-01", "0.9.0"), ("2026-03-01", "1.0.0")):
+        rows = [
+            row
+            for prompt in (512, 2048)
+            for concurrency in (1, 2, 4, 8, 16)
+            for row in run(
+                date,
+                *(round(60 / (1 + concurrency * 0.1) + trial * 0.05, 2) for trial in range(5)),
+                prompt_tokens=prompt,
+                concurrency=concurrency,
+                output_tokens=256,
+                harness="vllm bench serve 0.11.0",
+                engine_version=version,
+            )
+        ]
+        (root / f"data/rows/tiny/{date}-node-a.csv").write_text(rows_csv(rows), encoding="utf-8")
+    build(load_config(root, root.parent / "out"))
+    return root
 
 
 @pytest.mark.parametrize(
@@ -117,3 +202,27 @@ def test_shipped_recipe_rows_keep_paragraphs_out_of_the_cells(shipped: Path) -> 
 def test_source_label(source: str, label: str, url: str | None) -> None:
     assert source_label(source) == (label, url)
     assert len(source_label(source)[0]) <= SOURCE_LABEL
+
+
+def test_a_runs_serve_command_is_on_the_page_once_however_many_rows_it_has(hundred: Path) -> None:
+    site = load_site(load_config(hundred), Problems())
+    rows = rows_by_recipe(site)["tiny"]
+    meta = site.recipes["tiny"].meta
+    soup = _soup(hundred.parent / "out/recipes/tiny/index.html")
+    trs = soup.select("table.rows tbody tr")
+    assert len(trs) == len(rows) == 100
+    # every row links to a disclosure of the page: one per row file
+    runs = {id(run): run for run in (_run_of(soup, tr) for tr in trs)}
+    assert len(runs) == len(soup.select("details.run")) == 2
+    text = soup.get_text()
+    for row in rows:
+        rep = reproduce(meta, "tiny", row)
+        assert text.count(rep.serve) == 1  # once for the run's 50 rows
+        assert text.count(rep.harness) == 1  # once for the setting's five trials
+    assert all(_script(run).count("\n# line") == 10 for run in runs.values())  # a command a setting
+
+
+def test_a_recipe_page_with_100_rows_stays_within_the_size_limit(hundred: Path) -> None:
+    page = hundred.parent / "out/recipes/tiny/index.html"
+    assert len(_rows(page)) == 100
+    assert page.stat().st_size <= PAGE_LIMIT
