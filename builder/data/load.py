@@ -99,10 +99,6 @@ class SiteLoader:
         parsed, raw = parse_row_files(list(files), problems)
         return parsed, ingest_rows(connect(), parsed, raw, sorted(recipe_slugs), sorted(node_ids), problems)
 
-    def checked_strings(self) -> dict[tuple[str, str], str | None] | None:
-        """Flags and env strings checked already: (column, string) → problem or None."""
-        return None
-
 
 @dataclass(frozen=True)
 class Page(Generic[M]):
@@ -487,14 +483,11 @@ def _check_references(site: Site, problems: Problems) -> None:
                 )
 
 
-def _check_row_strings(
-    site: Site, problems: Problems, memo: dict[tuple[str, str], str | None] | None = None
-) -> None:
-    """Flags and env of rows must parse; each distinct string is parsed once (per build, or ever
-    with ``memo``)."""
+def _check_row_strings(site: Site, problems: Problems) -> None:
+    """Flags and env of rows must parse; each distinct string is parsed once."""
     import pyarrow.compute as pc
 
-    memo = {} if memo is None else memo
+    memo: dict[tuple[str, str], str | None] = {}
     for column, parse in (("flags", flag_map), ("env", parse_env)):
         # Arrow, not SQL: a build that needs no query then never opens DuckDB (Site.con).
         distinct = pc.drop_null(pc.unique(site.rows.column(column))).to_pylist()
@@ -622,7 +615,7 @@ def load_site(
     _check_recipe_identifiers(site, problems)
     _warn_future_posts(site, problems)
     _refuse_other_links(root, problems)
-    _check_row_strings(site, problems, loader.checked_strings())
+    _check_row_strings(site, problems)
     check_row_values(site.rows, lambda: site.con, site.row_files, today(config), problems)
     return site
 

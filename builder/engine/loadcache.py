@@ -78,8 +78,6 @@ class LoadCache(SiteLoader):
 
     memo: Memo = field(default_factory=Memo)
     rows: RowCache = field(default_factory=RowCache)
-    parsed_strings: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    """(column, flags or env string) → parse error or None."""
     front: dict[str, bytes] = field(default_factory=dict)
     """Hash of each content file's front matter as this build loaded it (listing pages depend on
     the front matter, not the body)."""
@@ -134,9 +132,6 @@ class LoadCache(SiteLoader):
 
     def read_row_files_first(self) -> bool:
         return self._scanned is None
-
-    def checked_strings(self) -> dict[tuple[str, str], str | None]:
-        return self.parsed_strings
 
     def load_rows(
         self,
