@@ -1,16 +1,18 @@
 """Which groups of runs could hold a finding: run statistics and the exact pre-filter, in numpy.
 
-Rows with a prompt length are sorted once by setting (recipe, hardware, prompt_tokens,
-context_tokens, concurrency, request_rate), date, time, run class and position. A *run* is a
-stretch of equal setting, date, time and run class; per metric, its trials are the rows whose value
-is > 0 (on the log scale, a zero cannot be compared), each weighing as many repetitions as its
-reported spread says (:func:`spread_weights`). Per run: weighted count, mean and sum of squares of
-the log values, and the range of output_tokens; per group (setting, metric) of two runs or more:
-the widest gap between neighbouring run means and the narrowest band :mod:`builder.analysis.noise`
-could use. A group can only split when its widest gap exceeds that band (with a hair of slack for
-rounding: Python recomputes everything for the groups that pass), can only drift when it has three
-runs or more whose range exceeds it (a drift is first to last beyond a band no narrower than that one,
-whatever its steps), and is kept too when its rows give different output_tokens.
+Rows at a known setting (with a prompt length) are sorted once by recipe and setting (:data:`COMPARED`:
+the columns :class:`~builder.content.models.Row` marks as the setting, the node as its hardware, but
+``output_tokens``), date, time, run class and position. A *run* is a stretch of equal setting, date,
+time and run class; per metric, its trials are the rows whose value is > 0 (on the log scale, a zero
+cannot be compared), each weighing as many repetitions as its reported spread says
+(:func:`spread_weights`). Per run: weighted count, mean and sum of squares of the log values, and the
+range of output_tokens; per group (setting, metric) of two runs or more: the widest gap between
+neighbouring run means and the narrowest band detection could use (by
+:func:`builder.analysis.noise.noise_band`, the formula detection uses). A group can only split when its
+widest gap exceeds that band (with a hair of slack for rounding: Python recomputes everything for the
+groups that pass), can only drift when it has three runs or more whose range exceeds it (a drift is
+first to last beyond a band no narrower than that one, whatever its steps), and is kept too when its
+rows give different output_tokens.
 
 Everything is a sort and a few ``reduceat`` passes over flat arrays: no hash table per run, so
 memory stays small even when nearly every row is a run of its own.
@@ -24,13 +26,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
-from builder.content.models import METRICS, SPREADS
+from builder.analysis.noise import noise_band
+from builder.content.models import METRICS, ROW_SCHEMA, SETTING_COLUMN_OF, SETTING_KEYS, SPREADS
 
 SLACK = 0.999999
 """A gap within this factor of the band still counts as a possible split (rounding)."""
 
-_SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency", "request_rate")
+LOOSE = "output_tokens"
+"""The setting column findings compare loosely: a run that does not give it is compared with the runs
+at every value (:func:`builder.analysis.findings._sub_settings` splits a group by it), so it is no part
+of a group's key; a group whose rows give different ones is always a candidate."""
+COMPARED: tuple[str, ...] = tuple(key for key in SETTING_KEYS if key != LOOSE)
+"""What puts runs of a recipe in one group: the setting's keys (the node as its hardware) but :data:`LOOSE`."""
+UNKNOWABLE: tuple[str, ...] = tuple(key for key in COMPARED if ROW_SCHEMA[SETTING_COLUMN_OF[key]].words)
+"""Setting columns a row may give as unknown (``prompt_tokens``): such a row is at no setting."""
+_SETTING = ("recipe", *COMPARED)
 _KEYS = (*_SETTING, "date", "time", "run_class")
 _CODES = frozenset({"recipe", "hardware", "run_class"})
 TRIAL_COLUMNS = ("metric", *_SETTING, "date", "time", "run_class", "pos", "value", "weight", "spread")
@@ -154,13 +164,21 @@ def _sorted_runs(table: pa.Table, chosen: np.ndarray) -> tuple[np.ndarray, np.nd
     return (order if kept is None else kept[order]), new_setting, new_run
 
 
+def at_known_setting(table: pa.Table) -> np.ndarray:
+    """Mask of the rows of ``table`` whose setting is known: none of :data:`UNKNOWABLE` is null."""
+    known = np.ones(table.num_rows, dtype=bool)
+    for key in UNKNOWABLE:
+        known &= pc.is_valid(table.column(key)).to_numpy(zero_copy_only=False)
+    return known
+
+
 def lone_setting_rows(table: pa.Table) -> np.ndarray:
-    """Positions in ``table`` of the rows with a prompt length whose setting only one run measured
+    """Positions in ``table`` of the rows at a known setting that only one run measured
     (a table of :func:`candidate_trials`' form)."""
-    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
-    if not valid_prompt.any():
+    known = at_known_setting(table)
+    if not known.any():
         return np.zeros(0, dtype=np.int64)
-    source_of, new_setting, new_run = _sorted_runs(table, valid_prompt)
+    source_of, new_setting, new_run = _sorted_runs(table, known)
     setting_of_row = np.cumsum(new_setting) - 1
     runs = np.bincount(setting_of_row[new_run], minlength=int(setting_of_row[-1]) + 1)
     return np.sort(source_of[runs[setting_of_row] == 1])
@@ -174,16 +192,16 @@ def candidate_trials(
     and position.
 
     ``table`` has the integer columns of :data:`_KEYS` (``recipe``, ``hardware``, ``run_class`` as
-    codes), ``pos``, ``output_tokens`` and one column per metric. ``rows``: a mask of the rows to
-    consider (whole recipes: a group is never cut), else all.
+    codes), ``pos``, :data:`LOOSE` and one column per metric. ``rows``: a mask of the rows to consider
+    (whole recipes: a group is never cut), else all.
     """
-    valid_prompt = pc.is_valid(table.column("prompt_tokens")).to_numpy(zero_copy_only=False)
+    known = at_known_setting(table)
     if rows is not None:
-        valid_prompt = valid_prompt & rows
+        known = known & rows
     empty = pa.table({name: pa.array([], pa.int64()) for name in TRIAL_COLUMNS})
-    if not valid_prompt.any():
+    if not known.any():
         return empty
-    source_of, new_setting, new_run = _sorted_runs(table, valid_prompt)
+    source_of, new_setting, new_run = _sorted_runs(table, known)
     n = len(source_of)
     setting_of_row = np.cumsum(new_setting) - 1
     run_starts = np.flatnonzero(new_run)
@@ -191,7 +209,7 @@ def candidate_trials(
     setting_of_run = setting_of_row[run_starts]
     settings = int(setting_of_row[-1]) + 1
 
-    output_column = table.column("output_tokens")
+    output_column = table.column(LOOSE)
     output = pc.fill_null(output_column, _BIG).to_numpy(zero_copy_only=False)[source_of]
     run_low = np.minimum.reduceat(output, run_starts)
     output = pc.fill_null(output_column, _SMALL).to_numpy(zero_copy_only=False)[source_of]
@@ -243,14 +261,12 @@ def candidate_trials(
         split = np.minimum.reduceat(run_low[measured], starts) < np.maximum.reduceat(
             run_high[measured], starts
         )
-        prior = PRIOR_DOF * SIGMA0 * SIGMA0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            variance = np.where(
-                dof > 0,
-                np.where(measured_noise, spread / dof, (prior + spread) / (PRIOR_DOF + dof)),
-                prior / (PRIOR_DOF + runs - 1),
-            )
-        threshold = SLACK * np.maximum(FLOOR, K * np.sqrt(variance))
+        # The narrowest band detection could use: the runs' own trials' when they give an estimate
+        # (the band is never narrower), else the prior's against the most runs that could agree.
+        within = dof > 0
+        threshold = SLACK * noise_band(
+            np.where(within, spread, 0.0), np.where(within, dof, runs - 1), measured_noise & within
+        )
         chosen = (runs >= 2) & (exhaustive | split)
         # No gap between neighbouring means exceeds the whole range: only groups whose range
         # exceeds the band need their means sorted to find the widest gap.

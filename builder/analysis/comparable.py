@@ -9,13 +9,12 @@ kept), but a contributor should know that such rows can never show that a result
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from builder.analysis.candidates import lone_setting_rows
+from builder.analysis.candidates import COMPARED, UNKNOWABLE, at_known_setting, lone_setting_rows
 from builder.analysis.run_groups import Combinations, RunCodes, combinations
 
 if TYPE_CHECKING:
@@ -40,8 +39,9 @@ class NotCompared:
     message: str
 
 
-def _setting_text(prompt: int, context: int, concurrency: int | None, rate: float | None) -> str:
-    parts = [f"{prompt}-token prompt", f"context {context}"]
+def _setting_text(setting: dict[str, Any]) -> str:
+    parts = [f"{setting['prompt_tokens']}-token prompt", f"context {setting['context_tokens']}"]
+    rate, concurrency = setting["request_rate"], setting["concurrency"]
     if rate is not None:
         parts.append("unlimited rate" if rate == float("inf") else f"{rate:g} req/s")
     if concurrency is not None:
@@ -58,20 +58,20 @@ def not_compared(site: Site, combos: Combinations | None = None) -> list[NotComp
     if rows.num_rows == 0:
         return []
     codes = RunCodes(site, combos if combos is not None else combinations(site)).table
-    unknown = np.flatnonzero(pc.is_null(codes.column("prompt_tokens")).to_numpy(zero_copy_only=False))
+    unknown = np.flatnonzero(~at_known_setting(codes))
     positions = np.concatenate([unknown, lone_setting_rows(codes)])
     row_id = rows.column("row_id").to_numpy()[positions]
     positions = positions[np.argsort(row_id, kind="stable")]
-    shown = rows.select(
-        ["file_id", "file_row", "recipe", "prompt_tokens", "context_tokens", "concurrency", "request_rate"]
-    ).take(pa.array(positions))
+    told = COMPARED[1:]  # row columns all but the hardware, which the row's node gives
+    shown = rows.select(["file_id", "file_row", "recipe", *told]).take(pa.array(positions))
     out = []
-    for file_id, file_row, recipe, prompt, context, concurrency, rate in zip(
+    for file_id, file_row, recipe, *values in zip(
         *(column.to_pylist() for column in shown.columns), strict=True
     ):
-        if prompt is None:
-            message = UNKNOWN_PROMPT
+        setting = dict(zip(told, values, strict=True))
+        if any(setting[key] is None for key in UNKNOWABLE):
+            message = UNKNOWN_PROMPT  # prompt_tokens is the one column a row may give as unknown
         else:
-            message = ALONE.format(recipe=recipe, setting=_setting_text(prompt, context, concurrency, rate))
+            message = ALONE.format(recipe=recipe, setting=_setting_text(setting))
         out.append(NotCompared(file_id, file_row, message))
     return out

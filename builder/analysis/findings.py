@@ -4,10 +4,12 @@ Runs and settings
     Rows of a recipe with the same date, time, node, engine_version, engine_build, flags and env
     (flags and env compared after normalisation) form a *run*; its rows at one setting are *trials*
     (a row with a reported spread counts as its repetitions: :mod:`builder.analysis.noise`). A
-    *setting* is hardware (through the node), prompt_tokens, context_tokens, concurrency and
-    request_rate (open- and closed-loop runs are never compared), plus output_tokens where both runs
-    give it. Rows whose prompt length is not recorded are not comparable and never take part; neither
-    does a setting with a single run (``check`` warns about both: :mod:`builder.analysis.comparable`).
+    *setting* is the row columns :class:`~builder.content.models.Row` marks
+    :class:`~builder.content.models.SettingColumn`: hardware (through the node), prompt_tokens,
+    context_tokens, concurrency and request_rate (open- and closed-loop runs are never compared), and
+    output_tokens where both runs give it (:data:`~builder.analysis.candidates.LOOSE`). Rows whose prompt
+    length is not recorded are not comparable and never take part; neither does a setting with a single
+    run (``check`` warns about both: :mod:`builder.analysis.comparable`).
 
 Where the work happens (:mod:`builder.analysis.run_groups`)
     :mod:`builder.analysis.candidates` sorts the rows into runs per (recipe, setting, metric) and computes
@@ -59,15 +61,46 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
+from builder.analysis.candidates import COMPARED, LOOSE
 from builder.analysis.explain import Explanation, Parsed, explain
 from builder.analysis.noise import Noise, Run, TrialDetails, detect, within_noise
 from builder.analysis.run_groups import Combinations, candidate_runs
 from builder.content.flags import FlagSyntaxError, flag_map, format_value
-from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES, RecipeMeta
+from builder.content.models import (
+    LOWER_IS_BETTER,
+    METRICS,
+    QUANTITIES,
+    ROW_SCHEMA,
+    SETTING_COLUMN_OF,
+    SETTING_KEYS,
+    RecipeMeta,
+)
 from builder.wording import fmt_number
 
 if TYPE_CHECKING:
     from builder.data.load import Site
+
+
+def _always_given(key: str) -> bool:
+    column = ROW_SCHEMA[SETTING_COLUMN_OF[key]]
+    return column.required or column.empty is not None
+
+
+FINDING_SETTING: tuple[str, ...] = (
+    *(key for key in SETTING_KEYS if _always_given(key)),
+    *(key for key in SETTING_KEYS if not _always_given(key)),
+)
+"""The keys of :attr:`Finding.setting`, in the order the JSON contract lists them: the setting's columns
+every compared row gives (hardware, prompt, context), then those a row may leave empty."""
+ORDERED: tuple[str, ...] = (*COMPARED, LOOSE)
+"""The setting's keys in the order findings sort by them and ids write them: the group's keys, then the
+loosely compared :data:`~builder.analysis.candidates.LOOSE` that splits a group last."""
+_TAGS = {
+    key: column.setting.tag
+    for key in ORDERED
+    if (column := ROW_SCHEMA[SETTING_COLUMN_OF[key]]).setting is not None
+}
+"""What an id writes before each setting value (:attr:`~builder.content.models.SettingColumn.tag`)."""
 
 
 def change_text(change: float) -> str:
@@ -229,20 +262,14 @@ class Finding:
 
     @property
     def id(self) -> str:
+        """``<recipe>-<metric>-<hardware>-p2048-x0-c1``: each setting value the finding has, after its
+        column's tag (:attr:`~builder.content.models.SettingColumn.tag`), then the first departing date."""
         s = self.setting
-        parts = [
-            self.recipe,
-            self.metric,
-            s["hardware"],
-            f"p{s['prompt_tokens']}",
-            f"x{s['context_tokens']}",
-        ]
-        if s["concurrency"] is not None:
-            parts.append(f"c{s['concurrency']}")
-        if s.get("request_rate") is not None:
-            parts.append(f"r{rate_text(s['request_rate'])}")
-        if s["output_tokens"] is not None:
-            parts.append(f"o{s['output_tokens']}")
+        parts = [self.recipe, self.metric]
+        for key in ORDERED:
+            value = s.get(key)
+            if value is not None:
+                parts.append(f"{_TAGS[key]}{rate_text(value) if isinstance(value, float) else value}")
         parts.append(self.departing.first.isoformat())
         if self.kind != "non_reproducing":
             parts.append(self.kind)
@@ -516,21 +543,14 @@ def find_non_reproduction(
             )
         )
 
-    for (recipe, metric, hardware, prompt, context, concurrency, rate), runs in by_group.items():
+    for (recipe, metric, *where), runs in by_group.items():
         recipe_page = site.recipes.get(recipe)
+        compared = dict(zip(COMPARED, where, strict=True))
         for output, sub in _sub_settings(runs):
             order_runs(sub, recipe_page.meta if recipe_page is not None else None)
             groups, noise = detect(sub)
-            setting = {
-                "recipe": recipe,
-                "metric": metric,
-                "hardware": hardware,
-                "prompt_tokens": prompt,
-                "context_tokens": context,
-                "output_tokens": output,
-                "concurrency": concurrency,
-                "request_rate": rate,
-            }
+            values = {**compared, LOOSE: output}
+            setting = {"recipe": recipe, "metric": metric, **{key: values[key] for key in FINDING_SETTING}}
             drift = _drift(sub, groups, noise)
             if drift is not None:
                 first, last, between, band = drift
@@ -548,12 +568,7 @@ def find_non_reproduction(
         key=lambda f: (
             f.recipe,
             metric_order[f.metric],
-            f.setting["hardware"],
-            f.setting["prompt_tokens"],
-            f.setting["context_tokens"],
-            f.setting["concurrency"] or 0,
-            f.setting["request_rate"] or 0.0,
-            f.setting["output_tokens"] or 0,
+            *(0 if f.setting[key] is None else f.setting[key] for key in ORDERED),  # empty first
             f.departing.first,
             f.kind,
             f.departing.value,

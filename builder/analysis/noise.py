@@ -22,6 +22,8 @@ trials cannot narrow it much; many tight trials narrow it towards what the data 
 scattering trials widen it. When both estimates exist the larger is used. The band is
 ``max(FLOOR, K * sigma)`` with ``K = 4`` and ``FLOOR = ln(1.02)``: a difference of 2 % or less is never
 a finding, whatever the data (published figures are often rounded to two or three digits).
+:func:`noise_band` is that formula, the one both detection and the pre-filter of
+:mod:`builder.analysis.candidates` use (vectorised: the pre-filter computes every group's at once).
 
 Which runs depart: run means are sorted and split wherever two neighbours are further apart than
 the band (single linkage); each part is a group of runs that agree. Agreeing runs feed the
@@ -42,6 +44,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 K = 4.0
 """Band half-width in noise standard deviations."""
 DEFAULT_BAND = 0.10
@@ -54,13 +59,28 @@ SIGMA0 = math.log1p(DEFAULT_BAND) / K
 FLOOR = math.log1p(FLOOR_BAND)
 
 
-def noise_variance(ss: float, dof: float) -> float:
-    """The shrunk variance estimate: the data's sum of squares against the conservative prior."""
-    return (PRIOR_DOF * SIGMA0 * SIGMA0 + ss) / (PRIOR_DOF + dof)
+def noise_band(ss: ArrayLike, dof: ArrayLike, measured: ArrayLike = False) -> np.ndarray:
+    """The band's half-width on the log scale from one noise estimate: ``ss``, a sum of squares of
+    log values around their means, over ``dof`` degrees of freedom.
+
+    The variance is shrunk towards the conservative prior, ``(PRIOR_DOF * SIGMA0^2 + ss) / (PRIOR_DOF +
+    dof)``, unless ``measured`` (every trial reports the spread of its repetitions: ``ss / dof``,
+    nothing assumed; ``dof`` must be > 0); the band is ``max(FLOOR, K * sqrt(variance))``. ``ss = dof
+    = 0`` (no estimate) gives the prior's band, +/-10 %. The one formula of the band: :func:`detect`
+    calls it on each group's estimates and :mod:`builder.analysis.candidates` on every group's at once.
+    Elementwise over arrays; a call with numbers is the one-element case (a 0-d array).
+    """
+    ss = np.asarray(ss, dtype=np.float64)
+    dof = np.asarray(dof, dtype=np.float64)
+    # Picked before dividing: a measured estimate has dof > 0, a shrunk one PRIOR_DOF + dof > 0.
+    variance = np.where(measured, ss, PRIOR_DOF * SIGMA0 * SIGMA0 + ss) / np.where(
+        measured, dof, PRIOR_DOF + dof
+    )
+    return np.maximum(FLOOR, K * np.sqrt(variance))
 
 
-def band_from_variance(variance: float) -> float:
-    return max(FLOOR, K * math.sqrt(variance))
+DEFAULT_NOISE_BAND = float(noise_band(0.0, 0.0))
+"""The band when the data gives no estimate at all: the prior's, +/-10 %."""
 
 
 # --------------------------------------------------------------------------------------------- runs
@@ -269,19 +289,16 @@ def _noise(runs: list[Run], mus: list[float], clusters: list[list[int]]) -> Nois
             centre = sum(mus[i] for i in cluster) / len(cluster)
             ss_b += sum((mus[i] - centre) ** 2 for i in cluster)
             dof_b += len(cluster) - 1
-    estimates: list[tuple[float, str]] = []
-    if dof_w and all(run.reported for run in runs):
-        # Every trial reports the spread of its repetitions: the noise is measured, nothing assumed.
-        estimates.append((ss_w / dof_w, "reported spread"))
-    elif dof_w:
-        estimates.append((noise_variance(ss_w, dof_w), "trials"))
-    if dof_b:
-        estimates.append((noise_variance(ss_b, dof_b), "runs"))
-    if not estimates:
-        return Noise(band_from_variance(SIGMA0 * SIGMA0), "default", 0, 0)
-    variance = max(v for v, _ in estimates)
-    source = " and ".join(name for _, name in estimates)
-    return Noise(band_from_variance(variance), source, dof_w, dof_b)
+    if not dof_w and not dof_b:
+        return Noise(DEFAULT_NOISE_BAND, "default", 0, 0)
+    # Every trial reports the spread of its repetitions: the noise is measured, nothing assumed.
+    measured = bool(dof_w) and all(run.reported for run in runs)
+    within, between = noise_band((ss_w, ss_b), (dof_w, dof_b), (measured, False)).tolist()
+    # The wider band: the larger variance (the band grows with it).
+    estimates = [(within, "reported spread" if measured else "trials")] if dof_w else []
+    estimates += [(between, "runs")] if dof_b else []
+    band = max(b for b, _ in estimates)
+    return Noise(band, " and ".join(name for _, name in estimates), dof_w, dof_b)
 
 
 def within_noise(runs: list[Run]) -> Noise:

@@ -2,8 +2,8 @@
 
 A *run* is the rows of one recipe with the same date, node, engine_version, engine_build, flags and
 env (flags and env by their normalised form); a *group* is the runs of one recipe at one setting
-(hardware, prompt_tokens, context_tokens, concurrency, request_rate) for one metric. Rows without a prompt length
-take no part.
+(:data:`~builder.analysis.candidates.COMPARED`: the row's setting columns, the node as its hardware, but
+output_tokens) for one metric. Rows at no known setting (without a prompt length) take no part.
 
 For speed every grouping column becomes an integer first: strings are dictionary-encoded with Arrow
 kernels, flags and env map to the id of their normalised form (parsed once per distinct string),
@@ -27,23 +27,36 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builder.analysis.candidates import candidate_trials
+from builder.analysis.candidates import COMPARED, LOOSE, candidate_trials
 from builder.analysis.noise import Run, RunMeta, TrialDetails
 from builder.content.flags import FlagSyntaxError, flag_map, format_value, parse_env
-from builder.content.models import METRICS, SPREADS
+from builder.content.models import METRICS, ROW_SCHEMA, SETTING_COLUMN_OF, SPREADS
 from builder.data.rowfile import take_rows
 
 if TYPE_CHECKING:
     from builder.data.load import Site
 
-GroupKey = tuple[str, str, str, int, int, int | None, float | None]
-"""(recipe, metric, hardware, prompt_tokens, context_tokens, concurrency, request_rate)."""
+GroupKey = tuple[Any, ...]
+"""(recipe, metric, then the group's value of each of :data:`~builder.analysis.candidates.COMPARED`)."""
 
 _RUN = "date, time, run_class"
-_NO_CONCURRENCY = 0
-"""Stands for an open-loop run without a cap in the grouping columns (a cap is >= 1)."""
-_CLOSED_LOOP = 0.0
-"""Stands for a closed-loop run's request rate in the grouping columns (a rate is > 0)."""
+_EMPTY = 0
+"""Stands for an empty optional setting column in the grouping columns (concurrency: an open-loop run
+without a cap; request_rate: a closed-loop run): no such column takes 0."""
+_OPTIONAL = frozenset(
+    key
+    for key in COMPARED
+    if not ROW_SCHEMA[SETTING_COLUMN_OF[key]].required and ROW_SCHEMA[SETTING_COLUMN_OF[key]].empty is None
+)
+"""Setting columns a row may leave empty, an empty one being a value of its own."""
+_TAKES_EMPTY = sorted(
+    column.name
+    for column in (ROW_SCHEMA[SETTING_COLUMN_OF[key]] for key in _OPTIONAL)
+    if not (column.minimum is not None and column.minimum > _EMPTY)
+    and not (column.above is not None and column.above >= _EMPTY)
+)
+if _TAKES_EMPTY:
+    raise TypeError(f"optional setting columns {_TAKES_EMPTY} take {_EMPTY}, which stands for empty")
 
 
 def _canon_flags(text: str) -> str:
@@ -136,11 +149,12 @@ class RunCodes:
             "pos": pa.array(np.arange(rows.num_rows, dtype=np.int32)),
             "recipe": pc.take(pa.array(recipe_of, pa.int32()), combo),
             "hardware": pc.take(pa.array(hw_of, pa.int32()), combo),
-            "prompt_tokens": rows.column("prompt_tokens"),
-            "context_tokens": rows.column("context_tokens"),
-            "concurrency": pc.fill_null(rows.column("concurrency"), _NO_CONCURRENCY),
-            "request_rate": pc.fill_null(rows.column("request_rate"), _CLOSED_LOOP),
-            "output_tokens": rows.column("output_tokens"),
+        }
+        for name in COMPARED[1:]:  # after the hardware
+            column = rows.column(name)
+            columns[name] = pc.fill_null(column, _EMPTY) if name in _OPTIONAL else column
+        columns |= {
+            LOOSE: rows.column(LOOSE),
             "date": rows.column("date"),
             "time": pc.fill_null(rows.column("time"), ""),
             "run_class": pc.take(pa.array(class_of, pa.int32()), combo),
@@ -209,16 +223,8 @@ def _per_run(column: pa.ChunkedArray, starts: np.ndarray, summarise: Callable[[l
 def _runs(trials: pa.Table, codes: RunCodes, site: Site) -> dict[GroupKey, list[Run]]:
     """Cut the flat, ordered trial rows into runs: boundaries, means and sums of squares with numpy,
     the rest by list slicing (no Python loop over trials)."""
-    key_names = (
-        "metric",
-        "recipe",
-        "hardware",
-        "prompt_tokens",
-        "context_tokens",
-        "concurrency",
-        "request_rate",
-        *_RUN.split(", "),
-    )
+    key_names = ("metric", "recipe", *COMPARED, *_RUN.split(", "))
+    group_keys = 2 + len(COMPARED)  # metric, recipe and the setting: a group
     n = trials.num_rows
     change = np.zeros(n, dtype=bool)
     change[0] = True
@@ -247,16 +253,16 @@ def _runs(trials: pa.Table, codes: RunCodes, site: Site) -> dict[GroupKey, list[
             head[name] = arrays[name][starts].astype(object).tolist()  # datetime64[D] → dt.date
         else:
             head[name] = arrays[name][starts].tolist()
-    # A run's group (setting and metric) changes only where one of the first seven keys does.
+    # A run's group (setting and metric) changes only where one of the group's keys does.
     new_group = np.zeros(len(starts), dtype=bool)
     new_group[:1] = True
-    for name in key_names[:7]:
+    for name in key_names[:group_keys]:
         at_start = arrays[name][starts]
         new_group[1:] |= at_start[1:] != at_start[:-1]
     value = trials.column("value").to_numpy().tolist()
     weights = weight.tolist()
     spreads = spread.tolist()
-    taken = pc.take(site.rows.column("output_tokens"), trials.column("pos")).combine_chunks()
+    taken = pc.take(site.rows.column(LOOSE), trials.column("pos")).combine_chunks()
     if taken.null_count == 0:
         output: list[int | None] = taken.to_numpy().tolist()
     elif taken.null_count == len(taken):
@@ -309,10 +315,10 @@ def _runs(trials: pa.Table, codes: RunCodes, site: Site) -> dict[GroupKey, list[
                 recipe,
                 METRICS[head["metric"][r]],
                 codes.hardware[head["hardware"][r]],
-                head["prompt_tokens"][r],
-                head["context_tokens"][r],
-                None if head["concurrency"][r] == _NO_CONCURRENCY else head["concurrency"][r],
-                None if head["request_rate"][r] == _CLOSED_LOOP else head["request_rate"][r],
+                *(
+                    None if key in _OPTIONAL and head[key][r] == _EMPTY else head[key][r]
+                    for key in COMPARED[1:]
+                ),
             )
             runs = groups[group]
         _, node, version, build, _, _ = codes.classes[head["run_class"][r]]

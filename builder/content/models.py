@@ -5,9 +5,11 @@ errors (a typo never drops data silently) and numbers are strict (``"12"`` is no
 builder schema`` exports them as JSON Schema for editors.
 
 :class:`Row` is the one declaration of the row format: its fields, their types, docstrings and markers
-(:class:`Measured`, :class:`ServeProperty`, :class:`EmptyMeans`) give :data:`ROW_SCHEMA`, from which the
-parsers, the SQL checks and the Arrow types of :mod:`builder.data.ingest`, the downloads' columns, the
-pages' labels, the JSON Schema and the CONTRIBUTING.md table are derived. Rows are validated in bulk by
+(:class:`Measured`, :class:`ServeProperty`, :class:`EmptyMeans`, :class:`SettingColumn`) give
+:data:`ROW_SCHEMA`, from which the parsers, the SQL checks and the Arrow types of
+:mod:`builder.data.ingest`, the downloads' columns, the pages' labels, the JSON Schema, the
+CONTRIBUTING.md table and the workload setting (:data:`SETTING_COLUMNS`: which rows findings compare and
+pages show one figure of) are derived. Rows are validated in bulk by
 SQL for speed; a property test keeps that in agreement with :class:`Row`.
 """
 
@@ -274,6 +276,27 @@ class RequiredUnless:
 
 
 @dataclass(frozen=True)
+class SettingColumn:
+    """Marks a row column that is part of the workload *setting*: runs of a recipe are compared
+    (findings), a recipe has one figure per metric (pages) and recipes are ranked side by side (the
+    chooser, comparison pages) only at equal settings. Every such tuple is derived from these marks
+    (:func:`setting_columns`); ``tests/content/test_setting.py`` fails on a module that spells one out."""
+
+    place: int
+    """Where the column comes in a setting as keys, figure keys and labels list it: the node first, then
+    prompt, output, context, concurrency, request rate (the file's column order is older and differs)."""
+    tag: str = ""
+    """What a finding's id writes before the column's value (``p`` in ``p2048``); none for the node,
+    whose hardware the id names."""
+
+    def __get_pydantic_json_schema__(self, schema: Any, handler: Any) -> Any:
+        # Shown in the JSON Schema as ``"x-setting": true``: editors ignore it, readers see the role.
+        found = handler.resolve_ref_schema(handler(schema))
+        found["x-setting"] = True
+        return found
+
+
+@dataclass(frozen=True)
 class EmptyMeans:
     """Marks an optional row field whose empty cell loads as ``value`` rather than null."""
 
@@ -293,15 +316,17 @@ class Row(_Model):
     """Time of day the run started, ``HH:MM``, when the tool records it: orders runs of one date."""
     recipe: Slug
     """Slug of the recipe the run was meant to follow."""
-    node: Slug
+    node: Annotated[Slug, SettingColumn(0)]
     """Node id from ``data/nodes.yaml``."""
     engine_version: Version
     """Engine version the run reported (``unknown`` if not recorded)."""
-    prompt_tokens: PositiveInt | Literal["unknown"]
+    prompt_tokens: Annotated[PositiveInt | Literal["unknown"], SettingColumn(1, "p")]
     """Prompt length in tokens (> 0); ``unknown`` only when the source does not give it."""
-    concurrency: Annotated[PositiveInt | None, RequiredUnless("request_rate")] = None
+    concurrency: Annotated[PositiveInt | None, RequiredUnless("request_rate"), SettingColumn(4, "c")] = None
     """Concurrent requests (>= 1): the run's cap; required unless ``request_rate`` gives an open-loop run."""
-    request_rate: Annotated[float, Field(gt=0, allow_inf_nan=True)] | None = None
+    request_rate: Annotated[
+        Annotated[float, Field(gt=0, allow_inf_nan=True)] | None, SettingColumn(5, "r")
+    ] = None
     """Requests/s of an open-loop run, a positive number or ``inf``; empty for a closed-loop run."""
     burstiness: Annotated[float, Field(gt=0)] | None = None
     """Burstiness factor of an open-loop run's arrivals (1 = Poisson)."""
@@ -349,9 +374,9 @@ class Row(_Model):
     """Serve flags of the run as typed; empty = not recorded."""
     env: RowText | None = None
     """Environment of the run as ``K=V K2=V2``; empty = not recorded."""
-    output_tokens: PositiveInt | None = None
+    output_tokens: Annotated[PositiveInt | None, SettingColumn(2, "o")] = None
     """Tokens generated per request."""
-    context_tokens: Annotated[NonNegativeInt | None, EmptyMeans(0)] = None
+    context_tokens: Annotated[NonNegativeInt | None, EmptyMeans(0), SettingColumn(3, "x")] = None
     """Prefix depth already in context before the prompt (default 0)."""
     kv_pool_tokens: Annotated[PositiveInt | None, ServeProperty("KV cache pool", "tokens")] = None
     """Tokens the KV cache pool holds."""
@@ -431,6 +456,8 @@ class RowColumn:
     """The regular expression an optional ``text`` column's cells match (``time``)."""
     required_unless: str | None = None
     """The column whose value makes this optional one unnecessary (see :class:`RequiredUnless`)."""
+    setting: SettingColumn | None = None
+    """The column's place in the workload setting, when it is part of it (see :class:`SettingColumn`)."""
 
 
 def _accepted(annotation: Any, metadata: tuple[Any, ...] = ()) -> Iterator[tuple[Any, tuple[Any, ...]]]:
@@ -474,6 +501,7 @@ def _row_column(name: str, info: FieldInfo) -> RowColumn:
         if kind == "text" and not info.is_required()
         else None,
         next((item.other for item in constraints if isinstance(item, RequiredUnless)), None),
+        next((item for item in constraints if isinstance(item, SettingColumn)), None),
     )
 
 
@@ -504,6 +532,32 @@ TEXT_ROW_FIELDS: tuple[str, ...] = tuple(
     c.name for c in ROW_SCHEMA.values() if c.kind == "text" and not c.required
 )
 """Optional text columns: empty means not recorded."""
+
+
+def setting_columns(model: type[BaseModel]) -> tuple[str, ...]:
+    """The columns of ``model`` marked :class:`SettingColumn`, in their places' order."""
+    marked = sorted(
+        (column.setting.place, column.name)
+        for column in row_columns(model).values()
+        if column.setting is not None
+    )
+    places = [place for place, _ in marked]
+    if len(set(places)) != len(places):
+        raise TypeError(f"two setting columns of {model.__name__} share a place: {marked}")
+    return tuple(name for _, name in marked)
+
+
+SETTING_COLUMNS: tuple[str, ...] = setting_columns(Row)
+"""The row columns that make up the workload setting, as :class:`Row` marks them: ``node``,
+``prompt_tokens``, ``output_tokens``, ``context_tokens``, ``concurrency``, ``request_rate``."""
+SETTING_KEYS: tuple[str, ...] = tuple("hardware" if name == "node" else name for name in SETTING_COLUMNS)
+"""The setting as findings, figures and the chooser key it: the node as its hardware (rows measured on
+two nodes of one hardware are at one setting)."""
+SETTING_COLUMN_OF: dict[str, str] = dict(zip(SETTING_KEYS, SETTING_COLUMNS, strict=True))
+"""Each setting key's row column (``hardware`` → ``node``)."""
+WORKLOAD: tuple[str, ...] = tuple(name for name in SETTING_KEYS if name != "hardware")
+"""The setting without the hardware: the shape of the benchmark (the chooser's dimensions, the parts of
+a figure key after its hardware)."""
 
 if TYPE_CHECKING:
     MetricName = str

@@ -140,14 +140,16 @@ def write(folder: Path, generated: dict[str, str]) -> list[str]:
 def row_columns_markdown() -> str:
     """The table of row columns under "Row format" in CONTRIBUTING.md: every column of
     :data:`~builder.content.models.ROW_SCHEMA` with its kind, whether it is required (or a metric, of
-    which a row needs one) and its docstring."""
+    which a row needs one), whether it is part of the setting (:class:`~builder.content.models.SettingColumn`)
+    and its docstring."""
     docs = field_docs(models.Row)
-    lines = ["| key | type | required | meaning |", "| --- | --- | --- | --- |"]
+    lines = ["| key | type | required | setting | meaning |", "| --- | --- | --- | --- | --- |"]
     for column in models.ROW_SCHEMA.values():
         need = "yes" if column.required else "metric" if isinstance(column.quantity, models.Measured) else ""
         if column.required_unless is not None:
             need = f"unless `{column.required_unless}`"
+        setting = "" if column.setting is None else "yes"
         meaning = " ".join(docs[column.name].split()).replace("``", "`").replace("|", "\\|")
-        cells = (f"`{column.name}`", column.kind, need, meaning)
+        cells = (f"`{column.name}`", column.kind, need, setting, meaning)
         lines.append("|" + "|".join(f" {cell} " if cell else " " for cell in cells) + "|")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.config import SiteConfig, load_config
-from builder.content.models import METRICS, ROW_FIELDS
+from builder.content.models import METRICS, ROW_FIELDS, SETTING_COLUMNS, WORKLOAD
 from builder.engine.pipeline import load_and_reconcile
 from builder.errors import ConfigError, Problem
 
@@ -265,21 +265,9 @@ def compare(base: Snapshot, head: Snapshot) -> SiteDiff:
     )
 
 
-_MEASUREMENT = tuple(
-    ROW_FIELDS.index(name)
-    for name in (
-        "date",
-        "time",
-        "node",
-        "prompt_tokens",
-        "context_tokens",
-        "output_tokens",
-        "concurrency",
-        "request_rate",
-        *METRICS,
-    )
-)
-"""Fields that make a row the same measurement; a change elsewhere (notes, flags...) is an edit."""
+_MEASUREMENT = tuple(ROW_FIELDS.index(name) for name in ("date", "time", *SETTING_COLUMNS, *METRICS))
+"""Fields that make a row the same measurement (its run's date and time, its setting, its figures); a
+change elsewhere (notes, flags...) is an edit."""
 
 
 def _pair_edits(recipe: str, added: list[RowKey], removed: list[RowKey]) -> RecipeRows:
@@ -318,16 +306,8 @@ def diff_revisions(config: SiteConfig, base_ref: str, head_ref: str | None = Non
 
 # ------------------------------------------------------------------------------------------ markdown
 
-_ROW_COLUMNS = (
-    "date",
-    "node",
-    "engine_version",
-    "prompt_tokens",
-    "context_tokens",
-    "concurrency",
-    "request_rate",
-    *METRICS,
-)
+_ROW_COLUMNS = ("date", "node", "engine_version", *WORKLOAD, *METRICS)
+"""The columns a listed row shows: its run, its setting (the node, then the workload), its figures."""
 _INDEX = {name: i for i, name in enumerate(ROW_FIELDS)}
 _MD_SPECIAL = str.maketrans({c: f"\\{c}" for c in "\\`*_[]<>|#!~"})
 _NOTIFIES = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9][A-Za-z0-9._-]*)?|#[0-9]+|(?i:gh)-[0-9]+")

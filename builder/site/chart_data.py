@@ -32,6 +32,7 @@ from builder.site.figures import (
     Row,
     Setting,
     run_key,
+    setting_values,
     status_rank,
     why_text,
 )
@@ -77,17 +78,10 @@ class RecipeRows:
                 hw = hardware[node] = node_hw.get(node, "")
             # Keyed by hardware, not node: rows of one setting measured on two nodes of the same
             # hardware are one setting (as figures.pick_cell sees them).
-            key = (
-                hw,
-                r["prompt_tokens"],
-                r["context_tokens"] or 0,
-                r["concurrency"],
-                r.get("request_rate"),
-                r.get("output_tokens"),
-            )
+            key = setting_values(r, hw)
             group = settings.get(key)
             if group is None:
-                group = settings[key] = (Setting(*key), [])
+                group = settings[key] = (Setting.of(key), [])
             status = status_of(r["row_id"])
             group[1].append((r, status))
             run_key = (id(group[0]), r["date"], node, r["engine_version"], id(status))
@@ -302,12 +296,14 @@ def concurrency_chart(rows: RecipeRows) -> Chart | None:
 def _finding_setting(setting: Any) -> str:
     if isinstance(setting, dict):
         try:
+            # The output length is told after the rest of the label (below).
             label = Setting(
-                str(setting.get("hardware", "")),
-                setting.get("prompt_tokens"),
-                int(setting.get("context_tokens") or 0),
-                None if setting.get("concurrency") is None else int(setting["concurrency"]),
-                None if setting.get("request_rate") is None else float(setting["request_rate"]),
+                hardware=str(setting.get("hardware", "")),
+                prompt_tokens=setting.get("prompt_tokens"),
+                output_tokens=None,
+                context_tokens=int(setting.get("context_tokens") or 0),
+                concurrency=None if setting.get("concurrency") is None else int(setting["concurrency"]),
+                request_rate=None if setting.get("request_rate") is None else float(setting["request_rate"]),
             ).label()
         except (KeyError, TypeError, ValueError):
             return ", ".join(f"{k} {v}" for k, v in setting.items())

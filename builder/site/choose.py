@@ -43,10 +43,10 @@ from functools import partial
 from typing import Any
 
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
-from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES
+from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES, ROW_SCHEMA, WORKLOAD
 from builder.data.load import Site
 from builder.errors import UsageError
-from builder.site.figures import figure_key, median_row
+from builder.site.figures import SHAPE, figure_key, median_row
 from builder.site.formats import fmt_number
 from builder.site.reproduce import runnable_command
 from builder.site.views import rows_by_recipe
@@ -54,7 +54,15 @@ from builder.site.views import rows_by_recipe
 DEFAULT_METRIC = "decode_tok_s"
 STATUS_ORDER = (MATCHES, NOT_RECORDED, DIFFERS)
 """Row statuses in the order a recipe's figure prefers them."""
-DIMENSIONS = ("prompt_tokens", "output_tokens", "context_tokens", "concurrency", "request_rate")
+DIMENSIONS = WORKLOAD
+"""What a query asks for and a setting gives: the setting but its hardware (a chooser is per hardware)."""
+LOAD = ("concurrency", "request_rate")
+"""The dimensions of the load, which a ranking matches exactly (never borrowed from another load)."""
+LENGTHS = tuple(d for d in DIMENSIONS if d not in LOAD)
+"""The other dimensions, compared by distance (prompt, output and context lengths)."""
+FREE = tuple(d for d in LENGTHS if ROW_SCHEMA[d].empty is None)
+"""The lengths a query may leave free or ask for as not recorded: those a row may leave empty (a context
+left empty is 0)."""
 
 
 @dataclass(frozen=True, order=True)
@@ -92,6 +100,10 @@ class Setting:
             parts.append(f"concurrency {self.concurrency}")
         return ", ".join(parts)
 
+    def workload(self) -> tuple[Any, ...]:
+        """The values of :data:`DIMENSIONS`, in order."""
+        return tuple(getattr(self, d) for d in DIMENSIONS)
+
     def sort_key(self) -> tuple[Any, ...]:
         """Open-loop after closed-loop, then by each dimension, unrecorded last."""
         return (
@@ -123,15 +135,12 @@ class Query:
     @classmethod
     def at(cls, hardware: str, metric: str, setting: Setting) -> Query:
         """The query that asks for exactly ``setting``."""
+        # An open-loop setting's cap too: the pages rank at that very setting.
         return cls(
             hardware,
             metric,
-            setting.prompt_tokens,
-            setting.output_tokens,
-            setting.context_tokens,
-            setting.concurrency,  # an open-loop setting's cap too: the pages rank at that very setting
-            setting.request_rate,
-            frozenset(d for d in ("prompt_tokens", "output_tokens") if getattr(setting, d) is None),
+            unrecorded=frozenset(d for d in FREE if getattr(setting, d) is None),
+            **{d: getattr(setting, d) for d in DIMENSIONS},
         )
 
     def text(self) -> str:
@@ -158,10 +167,7 @@ class Query:
         return {
             "hardware": self.hardware,
             "metric": self.metric,
-            "prompt_tokens": self.prompt_tokens,
-            "output_tokens": self.output_tokens,
-            "context_tokens": self.context_tokens,
-            "concurrency": self.concurrency,
+            **{d: getattr(self, d) for d in DIMENSIONS},
             "request_rate": rate,
         }
 
@@ -200,17 +206,7 @@ class Figure:
     @property
     def key(self) -> str:
         """:func:`~builder.site.figures.figure_key` of this figure."""
-        s = self.setting
-        return figure_key(
-            self.recipe,
-            self.metric,
-            self.hardware,
-            s.prompt_tokens,
-            s.output_tokens,
-            s.context_tokens,
-            s.concurrency,
-            s.request_rate,
-        )
+        return figure_key(self.recipe, self.metric, self.hardware, *self.setting.workload())
 
 
 @dataclass(frozen=True)
@@ -316,8 +312,8 @@ class HardwareFigures:
     findings: dict[tuple[str, str], tuple[FindingRef, ...]]
     """(recipe, metric) → open findings on this hardware."""
     disputed: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    """Recipe → (prompt, context, concurrency, request rate) of its single-stream decode claim, when
-    that claim disagrees with another recipe's about the same checkpoint."""
+    """Recipe → the :data:`~builder.site.figures.SHAPE` of its single-stream decode claim, when that
+    claim disagrees with another recipe's about the same checkpoint."""
     load_index: dict[str, dict[tuple[int | None, float | None], dict[str, dict[Setting, Figure]]]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -348,11 +344,8 @@ class HardwareFigures:
         """``figure`` as a result: its title, findings and whether it is contested."""
         findings = self.findings.get((figure.recipe, figure.metric), ())
         s = figure.setting
-        disputed = figure.metric == "decode_tok_s" and self.disputed.get(figure.recipe) == (
-            s.prompt_tokens,
-            s.context_tokens,
-            s.concurrency,
-            s.request_rate,
+        disputed = figure.metric == "decode_tok_s" and self.disputed.get(figure.recipe) == tuple(
+            getattr(s, d) for d in SHAPE
         )
         at_setting = any(f.setting == s for f in findings)
         title = self.titles.get(figure.recipe, figure.recipe)
@@ -413,13 +406,7 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
         for where, recipes in grid.measured(metric):
             if where is None or where.hardware != hardware:
                 continue
-            setting = Setting(
-                where.prompt_tokens,
-                where.output_tokens,
-                where.context_tokens,
-                where.concurrency,
-                where.request_rate,
-            )
+            setting = Setting(*where.workload())
             for recipe in recipes:
                 cell = grid.cell(metric, where, recipe)
                 if cell is None:
@@ -464,9 +451,7 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
     titles = {slug: site.recipes[slug].meta.title for slug in slugs if slug in site.recipes}
     claims = disputed_claims(site, rows, recon, slugs)
     disputed = {
-        slug: (s.prompt_tokens, s.context_tokens, s.concurrency, s.request_rate)
-        for slug, s in claims.items()
-        if s.hardware == hardware
+        slug: tuple(getattr(s, d) for d in SHAPE) for slug, s in claims.items() if s.hardware == hardware
     }
     return HardwareFigures(
         hardware, site.hardware_name(hardware), titles, dict(sorted(figures.items())), findings, disputed
@@ -520,14 +505,10 @@ def _at_load(concurrency: int | None, rate: float | None, query: Query) -> bool:
 def _settled(query: Query, candidates: dict[Setting, set[str]]) -> Query:
     """``query`` with its free lengths settled: the value most recipes were measured at among
     ``candidates`` (setting → recipes, at the asked load) that agree with what is asked."""
-    free = [
-        d
-        for d in ("prompt_tokens", "output_tokens")
-        if getattr(query, d) is None and d not in query.unrecorded
-    ]
+    free = [d for d in FREE if getattr(query, d) is None and d not in query.unrecorded]
     if not free:
         return query
-    asked = {d for d in ("prompt_tokens", "output_tokens", "context_tokens") if d not in free}
+    asked = {d for d in LENGTHS if d not in free}
     fitting = [
         s
         for s in candidates

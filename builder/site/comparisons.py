@@ -31,6 +31,7 @@ from builder.site.figures import (
     Cell,
     Row,
     Setting,
+    headline_shape,
 )
 
 DISAGREE_AT = 1.10
@@ -209,23 +210,23 @@ def side_by_side(
     return [line(grid, s) for s in shared], [line(grid, s) for s in alone]
 
 
-HeadlineKeys = Mapping[str, tuple[int, int, int]]
-"""Recipe slug → (prompt, context, concurrency) of its headline setting."""
+HeadlineKeys = Mapping[str, tuple[Any, ...]]
+"""Recipe slug → its headline setting's :func:`~builder.site.figures.headline_shape`."""
 
 
-def headline_keys(recipes: Iterable[Recipe]) -> dict[str, tuple[int, int, int]]:
+def headline_keys(recipes: Iterable[Recipe]) -> dict[str, tuple[Any, ...]]:
     out = {}
     for recipe in recipes:
         wanted = recipe.meta.headline
         if wanted is not None:
-            out[recipe.slug] = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
+            out[recipe.slug] = headline_shape(wanted)
     return out
 
 
 def _slot_rank(
     slot: Slot,
     headlines: HeadlineKeys,
-    shapes: set[tuple[int, int, int]],
+    shapes: set[tuple[Any, ...]],
     settings: dict[int, tuple[Any, ...]],
 ) -> tuple[Any, ...]:
     """Which slots a page shows first: a build's headline setting, then settings more builds share,
@@ -237,11 +238,7 @@ def _slot_rank(
     known = settings.get(id(setting))  # settings are shared objects: their keys are worked out once
     if known is None:
         # An open-loop setting is never a headline's (their shape has no rate): ``None`` matches none.
-        shape = (
-            None
-            if setting.open_loop
-            else (setting.prompt_tokens, setting.context_tokens, setting.concurrency)
-        )
+        shape = None if setting.open_loop else headline_shape(setting)
         level = setting.concurrency or 0
         load = (setting.open_loop, -level if slot.quantity in AT_LOAD else level)
         known = settings[id(setting)] = (shape, load, setting.sort_key())
@@ -359,10 +356,8 @@ def single_stream_figure(recipe: Recipe, grid: FigureGrid) -> tuple[Setting, Cel
         return None
     wanted = recipe.meta.headline
     if wanted:
-        key = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency)
-        at_headline = [
-            (s, c) for s, c in candidates if (s.prompt_tokens, s.context_tokens, s.concurrency) == key
-        ]
+        key = headline_shape(wanted)
+        at_headline = [(s, c) for s, c in candidates if headline_shape(s) == key]
         candidates = at_headline or candidates
     return min(
         candidates,

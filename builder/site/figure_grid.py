@@ -24,9 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.analysis.reconcile import Reconciliation
-from builder.content.models import METRICS
+from builder.content.models import METRICS, ROW_SCHEMA, WORKLOAD
 from builder.data.ingest import ROWS_SCHEMA
 from builder.site.figures import (
+    FIRST,
+    LAST,
+    PAGE_ORDER,
     RUN_FIELDS,
     SERVE_PROPERTIES,
     STATUS_ORDER,
@@ -42,28 +45,10 @@ QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)
 """Per-setting metrics first, then the serve properties (one figure per recipe, no setting)."""
 
 SCHEMA = pa.schema(
-    [
-        ROWS_SCHEMA.field(name)
-        for name in (
-            "row_id",
-            "date",
-            "time",
-            "recipe",
-            "node",
-            "engine_version",
-            "engine_build",
-            "flags",
-            "env",
-            "prompt_tokens",
-            "output_tokens",
-            "context_tokens",
-            "concurrency",
-            "request_rate",
-            *QUANTITIES,
-        )
-    ]
+    [ROWS_SCHEMA.field(name) for name in ("row_id", "recipe", *RUN_FIELDS, *WORKLOAD, *QUANTITIES)]
 )
-"""The columns a grid reads, typed as in the ``rows`` table."""
+"""The columns a grid reads, typed as in the ``rows`` table: the row, its run, its setting (the node
+gives the hardware), its figures."""
 
 
 def rows_table(rows: Mapping[str, list[Row]], slugs: Iterable[str]) -> pa.Table:
@@ -103,14 +88,9 @@ def _ranks(recon: Reconciliation, row_ids: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 _EPOCH = dt.date(1970, 1, 1)
-_NO_PROMPT = np.iinfo(np.int64).max // 2
-"""Stands for a prompt length not recorded: above every real one, as ``Setting.sort_key`` orders."""
-
-
-_CLOSED_LOOP = -1.0
-"""Stands for a closed-loop run's request rate (a rate is > 0), as ``Setting.sort_key`` orders."""
-_NO_CAP = 0
-"""Stands for an open-loop run without a concurrency cap (a cap is >= 1)."""
+_EMPTY_VALUE = {FIRST: -1, LAST: np.iinfo(np.int64).max // 2}
+"""Stands for an empty setting value (a prompt length not recorded, a closed-loop run's rate, an
+open-loop run's missing cap): below every real one (each is >= 0) or above, as ``PAGE_ORDER`` puts it."""
 
 
 def _dense(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,43 +139,27 @@ class FigureGrid:
         hw_names = sorted({node_hw.get(n, "") for n in nodes})
         hw_index = {h: i for i, h in enumerate(hw_names)}
         hw = np.array([hw_index[node_hw.get(n, "")] for n in nodes], np.int64)[node]
-        # A setting as one integer: mixed radix over the dense codes of its four parts, so setting
-        # codes sort as Setting.sort_key does (a prompt not recorded after every recorded one).
-        prompts, prompt_code = _dense(pc.fill_null(table.column("prompt_tokens"), _NO_PROMPT).to_numpy())
-        contexts, context_code = _dense(pc.fill_null(table.column("context_tokens"), 0).to_numpy())
-        # Closed-loop runs (no rate: -1) before open-loop ones; a missing cap (0) before every cap.
-        rates, rate_code = _dense(pc.fill_null(table.column("request_rate"), _CLOSED_LOOP).to_numpy())
-        levels, level_code = _dense(pc.fill_null(table.column("concurrency"), _NO_CAP).to_numpy())
-        outputs, output_code = _dense(pc.fill_null(table.column("output_tokens"), _NO_PROMPT).to_numpy())
-        combined = (
-            (((hw * len(prompts) + prompt_code) * len(contexts) + context_code) * len(rates) + rate_code)
-            * len(levels)
-            + level_code
-        ) * len(outputs) + output_code
+        # A setting as one integer: mixed radix over the dense codes of its parts in PAGE_ORDER (the
+        # hardware first), so setting codes sort as Setting.sort_key does.
+        parts: list[tuple[str, np.ndarray, Any]] = []
+        combined = hw
+        for name, empty in PAGE_ORDER[1:]:
+            column = table.column(name)
+            if ROW_SCHEMA[name].empty is not None:  # an empty cell reads as a value (context: 0)
+                column = pc.fill_null(column, ROW_SCHEMA[name].empty)
+            stand_in = pa.scalar(_EMPTY_VALUE[empty], column.type)
+            distinct_values, code = _dense(pc.fill_null(column, stand_in).to_numpy())
+            parts.append((name, distinct_values, stand_in.as_py()))
+            combined = combined * len(distinct_values) + code
         distinct, setting_code = _dense(combined)
-        rest, o = np.divmod(distinct, len(outputs))
-        rest, c = np.divmod(rest, len(levels))
-        rest, r = np.divmod(rest, len(rates))
-        rest, x = np.divmod(rest, len(contexts))
-        h, p = np.divmod(rest, len(prompts))
+        fields: dict[str, list[Any]] = {}
+        rest = distinct
+        for name, distinct_values, stand_in in reversed(parts):
+            rest, code = np.divmod(rest, len(distinct_values))
+            fields[name] = [None if v == stand_in else v for v in distinct_values[code].tolist()]
+        fields["hardware"] = [hw_names[i] for i in rest.tolist()]
         self._settings = [
-            Setting(
-                hw_names[hw_i],
-                None if prompt == _NO_PROMPT else prompt,
-                context,
-                None if level == _NO_CAP else level,
-                None if rate == _CLOSED_LOOP else rate,
-                None if output == _NO_PROMPT else output,
-            )
-            for hw_i, prompt, context, rate, level, output in zip(
-                h.tolist(),
-                prompts[p].tolist(),
-                contexts[x].tolist(),
-                rates[r].tolist(),
-                levels[c].tolist(),
-                outputs[o].tolist(),
-                strict=True,
-            )
+            Setting(**dict(zip(fields, values, strict=True))) for values in zip(*fields.values(), strict=True)
         ]
         self._code_of = {id(setting): i for i, setting in enumerate(self._settings)}
         n_recipes = len(self._recipes)

@@ -5,9 +5,10 @@ comparison pages and their charts, recipe cards, prose figures and the API — s
 reads two values. :func:`pick_cell` is that rule on a list of rows; :class:`builder.site.figure_grid.FigureGrid`
 is the same rule vectorised over many recipes (a test holds the two equal on random rows).
 
-- **Setting**: hardware (through the node), prompt length, output length, context depth,
-  concurrency and request rate (:func:`setting_of`). Rows at another output length are another
-  setting, never trials of this one.
+- **Setting**: the row columns :class:`~builder.content.models.Row` marks as the setting
+  (:data:`~builder.content.models.SETTING_KEYS`): hardware (through the node), prompt length, output
+  length, context depth, concurrency and request rate (:func:`setting_of`). Rows at another output
+  length are another setting, never trials of this one.
 - **Which rows**: of the recipe's rows at the setting that record the metric, the best-ranked
   (:func:`status_rank`): rows that match the recipe, then rows that agree on everything they record
   (fewest fields unrecorded first), then rows that differ (fewest differences first) where a caller
@@ -22,13 +23,20 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 from builder.analysis.findings import load_text
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, RowStatus
-from builder.content.models import LOWER_IS_BETTER, QUANTITIES
+from builder.content.models import (
+    LOWER_IS_BETTER,
+    QUANTITIES,
+    ROW_SCHEMA,
+    SETTING_KEYS,
+    WORKLOAD,
+    HeadlineSetting,
+)
 
 Row = dict[str, Any]
 
@@ -52,9 +60,38 @@ SMALLER_IS_BETTER: frozenset[str] = LOWER_IS_BETTER
 STATUS_ORDER = {MATCHES: 0, NOT_RECORDED: 1, DIFFERS: 2}
 
 
+SHAPE: tuple[str, ...] = tuple(key for key in WORKLOAD if key != "output_tokens")
+"""The setting's shape as a headline names it (prompt, context, load): a headline names no hardware or
+output length (of those, the one measured most is taken)."""
+HEADLINE_SHAPE: tuple[str, ...] = tuple(key for key in SHAPE if key in HeadlineSetting.model_fields)
+"""What a recipe's ``headline`` gives of the shape (a headline is closed-loop: no request rate)."""
+
+
+def headline_shape(setting: Any) -> tuple[Any, ...]:
+    """A recipe's ``headline``, or a :class:`Setting`, as the keys of :data:`HEADLINE_SHAPE`."""
+    return tuple(getattr(setting, key) for key in HEADLINE_SHAPE)
+
+
+FIRST, LAST = False, True
+PAGE_ORDER: tuple[tuple[str, bool], ...] = (
+    ("hardware", LAST),
+    ("prompt_tokens", LAST),
+    ("context_tokens", LAST),
+    ("request_rate", FIRST),
+    ("concurrency", FIRST),
+    ("output_tokens", LAST),
+)
+"""The order pages list settings in (:meth:`Setting.sort_key`, :class:`~builder.site.figure_grid.FigureGrid`),
+each key with where its empty value goes: not :data:`SETTING_KEYS`' order, since a page keeps the
+settings of one prompt and context together, closed-loop runs (no rate) before open-loop ones, a
+missing cap first, and output lengths last. ``tests/content/test_setting.py`` holds its keys to the
+setting's."""
+
+
 @dataclass(frozen=True)
 class Setting:
-    """Where a figure was measured: hardware and the benchmark shape."""
+    """Where a figure was measured: hardware and the benchmark shape, one field per key of
+    :data:`~builder.content.models.SETTING_KEYS` (``tests/content/test_setting.py`` holds them equal)."""
 
     hardware: str
     prompt_tokens: int | None
@@ -66,6 +103,11 @@ class Setting:
     """Requests/s of an open-loop run (``inf``: unlimited); ``None`` for a closed-loop run."""
     output_tokens: int | None = None
     """Output length; ``None`` when the source does not give it."""
+
+    @classmethod
+    def of(cls, values: Sequence[Any]) -> Setting:
+        """The setting whose values of :data:`~builder.content.models.SETTING_KEYS` are ``values``."""
+        return cls(*[values[i] for i in _FIELD_PLACES])
 
     def __lt__(self, other: Setting) -> bool:
         return self.sort_key() < other.sort_key()
@@ -97,50 +139,39 @@ class Setting:
 
     def key(self, recipe: str, metric: str) -> str:
         """:func:`figure_key` of ``recipe``'s ``metric`` at this setting."""
-        return figure_key(
-            recipe,
-            metric,
-            self.hardware,
-            self.prompt_tokens,
-            self.output_tokens,
-            self.context_tokens,
-            self.concurrency,
-            self.request_rate,
-        )
+        return figure_key(recipe, metric, self.hardware, *self.workload())
+
+    def workload(self) -> tuple[Any, ...]:
+        """The values of :data:`~builder.content.models.WORKLOAD` (the setting without its hardware)."""
+        return tuple(getattr(self, key) for key in WORKLOAD)
 
     def sort_key(self) -> tuple[Any, ...]:
-        return (
-            self.hardware,
-            self.prompt_tokens is None,
-            self.prompt_tokens or 0,
-            self.context_tokens,
-            -1.0 if self.request_rate is None else self.request_rate,
-            self.concurrency or 0,
-            self.output_tokens is None,
-            self.output_tokens or 0,
-        )
+        """Orders settings as pages list them (:data:`PAGE_ORDER`)."""
+        key: list[Any] = []
+        for name, empty in PAGE_ORDER:
+            value = getattr(self, name)
+            key += ((value is None) == empty, 0 if value is None else value)
+        return tuple(key)
 
 
-def figure_key(
-    recipe: str,
-    metric: str,
-    hardware: str,
-    prompt_tokens: int | None,
-    output_tokens: int | None,
-    context_tokens: int,
-    concurrency: int | None,
-    request_rate: float | None,
-) -> str:
+_FIELD_PLACES = tuple(SETTING_KEYS.index(field.name) for field in fields(Setting))
+"""Where each field of :class:`Setting` is among :data:`~builder.content.models.SETTING_KEYS`."""
+
+
+def figure_key(recipe: str, metric: str, hardware: str, *workload: Any) -> str:
     """The (recipe, setting, metric) a figure is of, as one string: pages mark each figure they show
-    with it (``data-figure``), so a test can find two values for one key."""
+    with it (``data-figure``), so a test can find two values for one key. ``workload``: the values of
+    :data:`~builder.content.models.WORKLOAD`, in order."""
 
-    def part(value: float | None) -> str:
+    def part(name: str, value: float | None) -> str:
+        if value is None:
+            value = ROW_SCHEMA[name].empty
         if value is None:
             return "-"
         return "inf" if math.isinf(value) else f"{value:g}"
 
-    parts = (prompt_tokens, output_tokens, context_tokens or 0, concurrency, request_rate)
-    return "|".join((recipe, metric, hardware, *(part(v) for v in parts)))
+    parts = (part(name, value) for name, value in zip(WORKLOAD, workload, strict=True))
+    return "|".join((recipe, metric, hardware, *parts))
 
 
 def load_label(concurrency: int | None, request_rate: float | None) -> str:
@@ -149,15 +180,22 @@ def load_label(concurrency: int | None, request_rate: float | None) -> str:
     return load_text({"concurrency": concurrency, "request_rate": request_rate})
 
 
-def setting_of(row: Row, node_hardware: Mapping[str, str]) -> Setting:
-    return Setting(
-        node_hardware.get(row["node"], ""),
-        row["prompt_tokens"],
-        row["context_tokens"] or 0,
-        row["concurrency"],
-        row.get("request_rate"),
-        row.get("output_tokens"),
+_WORKLOAD_EMPTY = tuple((key, ROW_SCHEMA[key].empty) for key in WORKLOAD)
+"""Each key of the workload with what its empty cell reads as (:class:`~builder.content.models.EmptyMeans`:
+a context not given is 0), else ``None``."""
+
+
+def setting_values(row: Row, hardware: str) -> tuple[Any, ...]:
+    """The row's setting's values of :data:`~builder.content.models.SETTING_KEYS`, on ``hardware`` (its
+    node's), an empty cell read as the row model says (charts call it for every row)."""
+    return (
+        hardware,
+        *[empty if (value := row.get(key)) is None else value for key, empty in _WORKLOAD_EMPTY],
     )
+
+
+def setting_of(row: Row, node_hardware: Mapping[str, str]) -> Setting:
+    return Setting.of(setting_values(row, node_hardware.get(row["node"], "")))
 
 
 RUN_FIELDS: tuple[str, ...] = ("date", "time", "node", "engine_version", "engine_build", "flags", "env")

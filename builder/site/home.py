@@ -16,9 +16,10 @@ from typing import Any
 
 from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import slugify
-from builder.content.models import QUANTITIES
+from builder.content.models import QUANTITIES, SETTING_KEYS
 from builder.data.load import Recipe, Site
 from builder.site.figures import Setting as FigureSetting
+from builder.site.figures import headline_shape
 from builder.site.views import headline
 
 PER_PAGE = 60
@@ -203,35 +204,13 @@ class Cards:
         if head is None or not head.cells or head.where is None:
             return Card(slug, open_findings=len(findings))
         cell, where = head.cells[0], head.where
-        at = (
-            where.hardware,
-            where.prompt_tokens,
-            where.output_tokens,
-            where.context_tokens,
-            where.concurrency,
-        )
+        at = tuple(getattr(where, k) for k in SETTING_KEYS)
         contested = any(
-            f.metric == cell.metric
-            and tuple(f.setting.get(k) for k in _FINDING_SETTING) == (*at, where.request_rate)
-            for f in findings
+            f.metric == cell.metric and tuple(f.setting.get(k) for k in SETTING_KEYS) == at for f in findings
         )
         claim = self._disputes(recipe.meta.model).get(slug)
         if claim is not None and cell.metric == "decode_tok_s":
-            contested |= (claim.hardware, claim.prompt_tokens, claim.context_tokens, claim.concurrency) == (
-                where.hardware,
-                where.prompt_tokens,
-                where.context_tokens,
-                where.concurrency,
-            )
+            # A claim is a headline's: its hardware and the shape a headline names.
+            contested |= (claim.hardware, *headline_shape(claim)) == (where.hardware, *headline_shape(where))
         label, unit = QUANTITIES[cell.metric].label, QUANTITIES[cell.metric].unit
         return Card(slug, label, unit, cell.value, head.keys[0], where.label(), len(findings), contested)
-
-
-_FINDING_SETTING = (
-    "hardware",
-    "prompt_tokens",
-    "output_tokens",
-    "context_tokens",
-    "concurrency",
-    "request_rate",
-)

@@ -29,7 +29,7 @@ from typing import Any
 from builder.analysis.reconcile import DIFFERS, MATCHES, RowStatus, status_for
 from builder.content.figures import RATIO, SELECTORS, UNBOUND, Binding, BoundFigure, Side, plain_figures
 from builder.content.markdown import Document, Markdown
-from builder.content.models import QUANTITIES
+from builder.content.models import QUANTITIES, WORKLOAD
 from builder.data.load import Site
 from builder.errors import Problem
 from builder.site.figures import median_row, pick_cell, setting_of
@@ -39,7 +39,9 @@ from builder.site.views import row_anchors
 PROSE_FIGURE = "prose_figure"
 """The ``kind`` of ``check``'s warning about a plain figure no row supports."""
 
-_SETTING_KEYS = ("prompt", "output", "context", "concurrency", "request_rate", "node", "version")
+_SELECTOR_OF = {field: key for key, field in SELECTORS.items()}
+_SETTING_KEYS = (*(_SELECTOR_OF[field] for field in WORKLOAD), "node", "version")
+"""Selectors that tell apart rows of one date: the setting's (the node for its hardware) and the run's."""
 _RUN_KEYS = frozenset({"date", "node", "version"})
 """Selectors that pick out runs within a setting."""
 

@@ -22,7 +22,7 @@ from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS, RecipeMeta
 from builder.content.shell import shell_command
 from builder.data.load import CaseStudy, Recipe, Site
 from builder.data.rows import ParsedFile
-from builder.site.figures import Cell, pick_cell, setting_of
+from builder.site.figures import HEADLINE_SHAPE, SHAPE, Cell, pick_cell, setting_of
 from builder.site.figures import Setting as FigureSetting
 from builder.site.reproduce import RunReproduction, reproduce_run
 
@@ -124,7 +124,8 @@ _ROW_ORDER = [
 
 
 def _setting_key(r: dict[str, Any]) -> tuple[Any, ...]:
-    return (r["prompt_tokens"], r["context_tokens"], r["concurrency"], r["request_rate"])
+    """The row's setting's :data:`~builder.site.figures.SHAPE`."""
+    return tuple(r[key] for key in SHAPE)
 
 
 class RowsByRecipe(Mapping[str, list[dict[str, Any]]]):
@@ -268,7 +269,8 @@ def headline(
         return None
     wanted = recipe.meta.headline
     if wanted is not None:
-        key: tuple[Any, ...] = (wanted.prompt_tokens, wanted.context_tokens, wanted.concurrency, None)
+        # What the headline does not name is empty: a headline is closed-loop (no request rate).
+        key: tuple[Any, ...] = tuple(getattr(wanted, k) if k in HEADLINE_SHAPE else None for k in SHAPE)
     else:
         counts: dict[tuple[Any, ...], int] = defaultdict(int)
         for r in matching:
@@ -277,7 +279,8 @@ def headline(
         if not counts:
             for r in matching:
                 counts[_setting_key(r)] += 1
-        key = max(counts, key=lambda k: (counts[k], -(k[0] or 0), k[3] is None))
+        prompt, rate = SHAPE.index("prompt_tokens"), SHAPE.index("request_rate")
+        key = max(counts, key=lambda k: (counts[k], -(k[prompt] or 0), k[rate] is None))
     shaped = [r for r in matching if _setting_key(r) == key]
     if not shaped:
         return None
@@ -299,14 +302,9 @@ def headline(
         unrecorded = []
     weights = next((r["weights_gib"] for r in run if r["weights_gib"] is not None), None)
     kv_pool = next((r["kv_pool_tokens"] for r in run if r["kv_pool_tokens"] is not None), None)
+    shape = dict(zip(SHAPE, key, strict=True))
     return Headline(
-        {
-            "prompt_tokens": key[0],
-            "context_tokens": key[1],
-            "concurrency": key[2],
-            "request_rate": key[3],
-            "load": load_text({"concurrency": key[2], "request_rate": key[3]}),
-        },
+        {**shape, "load": load_text(shape)},
         lead.date,
         lead.node,
         figures,

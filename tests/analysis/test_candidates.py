@@ -1,6 +1,7 @@
 """The numpy run statistics and pre-filter give exactly the trials a plain Python reading of the rule
 gives: every group of two runs or more whose widest gap between neighbouring run means exceeds the
-narrowest band (or whose rows give different output_tokens), its trials in order."""
+narrowest band (or whose rows give different output_tokens), its trials in order. And the pre-filter
+keeps every group detection splits or could call a drift in (both bands from ``noise.noise_band``)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.analysis.candidates import SLACK, TRIAL_COLUMNS, _integer_ranks, _ranks, candidate_trials
-from builder.analysis.noise import FLOOR, PRIOR_DOF, SIGMA0, K
+from builder.analysis.candidates import (
+    COMPARED,
+    SLACK,
+    TRIAL_COLUMNS,
+    _integer_ranks,
+    _ranks,
+    candidate_trials,
+    spread_weights,
+)
+from builder.analysis.noise import Run, TrialDetails, detect, noise_band, within_noise
 from builder.content.models import METRICS, SPREADS
 from tests.conftest import examples
 
-SETTING = ("recipe", "hardware", "prompt_tokens", "context_tokens", "concurrency", "request_rate")
+SETTING = ("recipe", *COMPARED)
 RUN = ("date", "time", "run_class")
 
 
@@ -63,14 +72,13 @@ def reference(rows: list[dict[str, Any]], exhaustive: bool) -> list[tuple[Any, .
             gap = max(b - a for a, b in zip(mus, mus[1:], strict=False))
             outputs = [o for *_, outs, _ in stats for o in outs]
             split = bool(outputs) and min(outputs) < max(outputs)
-            prior = PRIOR_DOF * SIGMA0 * SIGMA0
-            if dof > 0 and all(reported for *_, reported in stats):
-                variance = spread / dof
-            elif dof > 0:
-                variance = (prior + spread) / (PRIOR_DOF + dof)
+            # The narrowest band detection could use: the trials' own estimate when there is one,
+            # else the prior's against every run agreeing (noise_band: the one formula of the band).
+            if dof > 0:
+                band = noise_band(spread, dof, all(reported for *_, reported in stats))
             else:
-                variance = prior / (PRIOR_DOF + m - 1)
-            threshold = SLACK * max(FLOOR, K * math.sqrt(variance))
+                band = noise_band(0.0, m - 1)
+            threshold = SLACK * float(band)
             drift = m >= 3 and mus[-1] - mus[0] > threshold
             if exhaustive or split or drift or gap > threshold:
                 chosen.append((setting, index))
@@ -84,6 +92,27 @@ def reference(rows: list[dict[str, Any]], exhaustive: bool) -> list[tuple[Any, .
                     run = tuple(r[k] for k in RUN)
                     out.append((index, *setting, *run, r["pos"], r[metric], *weighed(r, metric)))
     return out
+
+
+_SCHEMA = pa.schema(
+    [
+        ("pos", pa.int32()),
+        ("recipe", pa.int32()),
+        ("hardware", pa.int32()),
+        ("prompt_tokens", pa.int64()),
+        ("context_tokens", pa.int64()),
+        ("concurrency", pa.int64()),
+        ("request_rate", pa.float64()),
+        ("output_tokens", pa.int64()),
+        ("date", pa.date32()),
+        ("time", pa.string()),
+        ("run_class", pa.int32()),
+        ("repetitions", pa.int64()),
+        *((metric, pa.float64()) for metric in METRICS),
+        *((SPREADS[metric], pa.float64()) for metric in METRICS),
+    ]
+)
+"""The candidates table of the tests' rows (the integer codes of :class:`RunCodes`' table)."""
 
 
 def values(draw: st.DrawFn) -> float | None:
@@ -114,25 +143,7 @@ def tables(draw: st.DrawFn) -> pa.Table:
             spread = draw(st.sampled_from([None, None, 0.0, 0.4])) if metric == "decode_tok_s" else None
             row[SPREADS[metric]] = spread
         rows.append(row)
-    schema = pa.schema(
-        [
-            ("pos", pa.int32()),
-            ("recipe", pa.int32()),
-            ("hardware", pa.int32()),
-            ("prompt_tokens", pa.int64()),
-            ("context_tokens", pa.int64()),
-            ("concurrency", pa.int64()),
-            ("request_rate", pa.float64()),
-            ("output_tokens", pa.int64()),
-            ("date", pa.date32()),
-            ("time", pa.string()),
-            ("run_class", pa.int32()),
-            ("repetitions", pa.int64()),
-            *((metric, pa.float64()) for metric in METRICS),
-            *((SPREADS[metric], pa.float64()) for metric in METRICS),
-        ]
-    )
-    return pa.Table.from_pylist(rows, schema=schema)
+    return pa.Table.from_pylist(rows, schema=_SCHEMA)
 
 
 @settings(max_examples=examples(40), deadline=None)
@@ -182,3 +193,83 @@ def test_candidate_trials_of_fully_measured_metrics_are_those_of_the_rule(
     got = candidate_trials(table, exhaustive=exhaustive)
     rows = list(zip(*(got.column(name).to_pylist() for name in TRIAL_COLUMNS), strict=True))
     assert rows == reference(table.to_pylist(), exhaustive)
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[list[tuple[float, float | None, int | None]]]:
+    """Runs of one setting: per run, its trials as (value, reported sd or None, repetitions or None).
+    Levels mostly agree within a few percent; some runs depart or drift."""
+    runs = []
+    for _ in range(draw(st.integers(2, 6))):
+        level = draw(st.sampled_from([100.0, 100.0, 100.0, 101.0, 102.5, 97.0, 92.0, 80.0, 125.0]))
+        reported = draw(st.sampled_from([None, None, 0.005, 0.02, 0.06]))
+        repetitions = draw(st.sampled_from([None, 3, 5]))
+        trials = draw(st.lists(st.floats(min_value=0.97, max_value=1.03), min_size=1, max_size=4))
+        runs.append(
+            [(level * t, None if reported is None else level * t * reported, repetitions) for t in trials]
+        )
+    return runs
+
+
+def _group_table(runs: list[list[tuple[float, float | None, int | None]]]) -> pa.Table:
+    """The runs as rows of :func:`candidate_trials`' table: one recipe and setting, a date per run."""
+    rows: list[dict[str, Any]] = []
+    for day, trials in enumerate(runs, start=1):
+        for value, sd, repetitions in trials:
+            row: dict[str, Any] = {
+                "pos": len(rows),
+                "recipe": 0,
+                "hardware": 0,
+                "prompt_tokens": 512,
+                "context_tokens": 0,
+                "concurrency": 1,
+                "request_rate": 0.0,
+                "output_tokens": None,
+                "date": dt.date(2026, 1, day),
+                "time": "",
+                "run_class": 0,
+                "repetitions": repetitions,
+            }
+            for metric in METRICS:
+                row[metric] = value if metric == "decode_tok_s" else None
+                row[SPREADS[metric]] = sd if metric == "decode_tok_s" else None
+            rows.append(row)
+    return pa.Table.from_pylist(rows, schema=_SCHEMA)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(histories())
+def test_the_pre_filter_keeps_every_group_detection_splits_or_could_call_a_drift(
+    runs: list[list[tuple[float, float | None, int | None]]],
+) -> None:
+    # Detection (noise.detect, which the findings use) and the pre-filter (candidates) read their
+    # bands from one formula (noise.noise_band); the pre-filter may keep more, never fewer.
+    table = _group_table(runs)
+    kept = candidate_trials(table).num_rows > 0
+    details = TrialDetails(lambda name: [])
+    measured = []
+    for day, trials in enumerate(runs, start=1):
+        values = np.array([v for v, _, _ in trials])
+        sd = np.array([np.nan if s is None else s for _, s, _ in trials])
+        repetitions = np.array([np.nan if n is None else float(n) for _, _, n in trials])
+        weights, spreads = spread_weights(values, sd, repetitions)
+        measured.append(
+            Run(
+                dt.date(2026, 1, day),
+                "node-a",
+                "1.0.0",
+                None,
+                values.tolist(),
+                [None] * len(trials),
+                details,
+                range(len(trials)),
+                weights=weights.tolist(),
+                spreads=spreads.tolist(),
+            )
+        )
+    groups, _ = detect(measured)
+    if len(groups) > 1:
+        assert kept, f"detection splits {groups}, the pre-filter dropped the group"
+    mus = [run.mu for run in measured]
+    if len(measured) >= 3 and max(mus) - min(mus) > within_noise(measured).band:
+        assert kept, "a drift could be called here, the pre-filter dropped the group"

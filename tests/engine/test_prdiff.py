@@ -86,9 +86,9 @@ def test_rows_findings_and_headlines_of_a_pull_request(
     assert f"Compared with {md(base)} ({base[:12]}) → the working tree." in text
     assert "### Rows: +2 −1 in 1 recipe" in text
     assert "| tiny | 2 | 1 | 0 |" in text
-    assert "| 2026-01-09 | node-a | 1.0.0 | 512 | 0 | 1 |  | 30.25 |" in text
+    assert "| 2026-01-09 | node-a | 1.0.0 | 512 |  | 0 | 1 |  | 30.25 |" in text
     assert "<summary>1 row removed from tiny</summary>" in text
-    assert "| 2026-01-02 | node-a | 1.0.0 | 2048 | 0 | 1 |  | 48.25 |" in text
+    assert "| 2026-01-02 | node-a | 1.0.0 | 2048 |  | 0 | 1 |  | 48.25 |" in text
     assert "### Findings: 1 opened, 0 closed" in text
     assert "- opened: **tiny**: A loss since 1.0.0 on 2026-01-09: the later run read 30.25–30.5 tok/s" in text
     assert "Decode at 512-token prompt" in text
