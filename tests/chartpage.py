@@ -21,13 +21,24 @@ def chart_block(soup: BeautifulSoup) -> dict[str, Any]:
     return data
 
 
+def chart_rows(chart: dict[str, Any]) -> list[list[Any]]:
+    """A chart's rows in its data block with every value itself, as ``static/charts.js`` reads them:
+    a field with a list in ``strings`` gives a position in that list."""
+    strings = chart.get("strings") or [None] * len(chart["fields"])
+    assert len(strings) == len(chart["fields"])
+    return [
+        [v if table is None or v is None else table[v] for v, table in zip(row, strings, strict=True)]
+        for row in chart["rows"]
+    ]
+
+
 def chart_values(soup: BeautifulSoup) -> dict[str, list[dict[str, Any]]]:
     """Chart id → its values as the spec receives them (objects, null fields left out)."""
     charts = chart_block(soup)["charts"]
     return {
         chart_id: [
             {k: v for k, v in zip(chart["fields"], row, strict=True) if v is not None}
-            for row in chart["rows"]
+            for row in chart_rows(chart)
         ]
         for chart_id, chart in charts.items()
     }

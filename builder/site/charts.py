@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,9 +174,13 @@ def page_data(charts: Iterable[Chart], templates: SpecTemplates) -> str:
     """The page's one chart data block, JSON escaped for ``<script type="application/json">``.
 
     ``{"specs": {key: Vega-Lite spec}, "charts": {chart id: {"spec": key, "fields": [...], "rows":
-    [[...], ...]}}}``: each spec template once (constant per kind, see :class:`SpecTemplates`), each
-    chart's values once. ``static/charts.js`` turns a chart's rows back into objects and sets them as
-    the spec's ``data.values``; nothing in the block is ever evaluated.
+    [[...], ...], "strings": [...]}}}``: each spec template once (constant per kind, see
+    :class:`SpecTemplates`), each chart's values once. A text field whose values repeat (a history
+    chart's setting, its status, dates, nodes) gives each value once: ``strings`` has, by field
+    position, the field's distinct values in order of first use, or ``null`` for a field given as is,
+    and its rows give the value's position there (``null`` stays ``null``); ``strings`` is left out
+    when no field is so given (:func:`_shared_strings`). ``static/charts.js`` turns a chart's rows back
+    into objects and sets them as the spec's ``data.values``; nothing in the block is ever evaluated.
     """
     specs: dict[str, str] = {}
     data: dict[str, dict[str, Any]] = {}
@@ -184,12 +188,35 @@ def page_data(charts: Iterable[Chart], templates: SpecTemplates) -> str:
         key = chart.spec_key
         if key not in specs:
             specs[key] = templates.get(chart.kind, chart.quantity).bare
-        data[chart.id] = {"spec": key, "fields": chart.fields, "rows": chart.rows}
+        rows, strings = _shared_strings(chart.rows, len(chart.fields))
+        data[chart.id] = {"spec": key, "fields": chart.fields, "rows": rows}
+        if strings is not None:
+            data[chart.id]["strings"] = strings
     # The templates are escaped already (see _build_spec_template); the keys are ours. orjson:
     # faster than json.dumps on a page's values, and as deterministic (no NaN or infinity reaches
     # a chart: row values are validated finite).
     spec_text = ",".join(f"{escape_json(json.dumps(key))}:{text}" for key, text in specs.items())
     return f'{{"specs":{{{spec_text}}},"charts":{escape_json(orjson.dumps(data, default=_plain).decode())}}}'
+
+
+def _shared_strings(
+    rows: Sequence[Sequence[Any]], width: int
+) -> tuple[Sequence[Sequence[Any]], list[list[str] | None] | None]:
+    """A chart's rows with each text field whose values repeat given by position in its distinct
+    values, and those values by field (``None`` for a field kept as is); the rows as they are and
+    ``None`` when no field repeats a text."""
+    strings: list[list[str] | None] = [None] * width
+    for i in range(width):
+        values = [row[i] for row in rows if row[i] is not None]
+        if values and all(type(v) is str for v in values) and len(set(values)) < len(values):
+            strings[i] = list(dict.fromkeys(values))
+    if all(s is None for s in strings):
+        return rows, None
+    index = [None if s is None else {v: n for n, v in enumerate(s)} for s in strings]
+    coded = [
+        [v if (at := index[i]) is None or v is None else at[v] for i, v in enumerate(row)] for row in rows
+    ]
+    return coded, strings
 
 
 def _plain(value: Any) -> Any:

@@ -34,7 +34,7 @@ from builder.site.indexes import index_page_jobs
 from builder.site.jsonscript import script_json
 from builder.site.prose import bind_figures
 from builder.site.search import search_page_jobs
-from builder.site.tables import chart_rows, row_table_rows
+from builder.site.tables import chart_rows, row_table_rows, run_notes
 from builder.site.views import (
     METRIC_LABELS,
     api_example,
@@ -65,6 +65,7 @@ def make_environment(templates: Path, specs: SpecTemplates | None = None) -> jin
     env.globals["METRIC_LABELS"] = METRIC_LABELS
     # Table bodies built in Python: the per-cell cost of a template loop would dominate rendering.
     env.globals["row_table_rows"] = row_table_rows
+    env.globals["run_notes"] = run_notes
     env.globals["chart_rows"] = chart_rows
     chart_specs = specs if specs is not None else SpecTemplates()
     env.globals["chart_data"] = lambda charts: Markup(page_data(charts, chart_specs))  # escaped for <script>

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from builder.content.models import DETAILS, QUANTITIES, SPREADS, RecipeMeta
 from builder.site.formats import fmt_number
-from builder.site.views import Run
+from builder.site.views import NOTE_FIELDS, Run
 
 _DETAIL_LABELS = [(name, QUANTITIES[name].label, QUANTITIES[name].unit) for name in DETAILS]
 
@@ -146,22 +146,39 @@ def _source_cell(source: str | None) -> str:
     return _esc(label)
 
 
-def _notes_body(r: Mapping[str, Any]) -> str:
+def _note_paragraphs(values: Iterable[tuple[str, Any]]) -> list[str]:
+    """A paragraph per note field (:data:`~builder.site.views.NOTE_FIELDS`) that records something."""
+    parts = []
+    for name, value in values:
+        if not value:
+            continue
+        text = _esc(value)
+        if name == "source":
+            parts.append(f'<p class="small"><strong>Source:</strong> {text}</p>')
+        elif name == "engine_build":
+            parts.append(f'<p class="small"><strong>Engine build:</strong> <code>{text}</code></p>')
+        elif name == "harness":
+            parts.append(f'<p class="small"><strong>Harness:</strong> {text}</p>')
+        elif name == "contributor":
+            parts.append(f'<p class="small"><strong>By:</strong> {text}</p>')
+        else:
+            parts.append(f'<p class="small">{text}</p>')
+    return parts
+
+
+def _notes_body(r: Mapping[str, Any], shared: Collection[str]) -> str:
+    """A row's notes: its details, and the note fields its run does not give for all its rows."""
     details = _details_text(r)
     parts = [details] if details else []
-    if r["source"]:
-        parts.append(f'<p class="small"><strong>Source:</strong> {_esc(r["source"])}</p>')
-    if r["engine_build"]:
-        parts.append(
-            f'<p class="small"><strong>Engine build:</strong> <code>{_esc(r["engine_build"])}</code></p>'
-        )
-    if r["harness"]:
-        parts.append(f'<p class="small"><strong>Harness:</strong> {_esc(r["harness"])}</p>')
-    if r["contributor"]:
-        parts.append(f'<p class="small"><strong>By:</strong> {_esc(r["contributor"])}</p>')
-    if r["notes"]:
-        parts.append(f'<p class="small">{_esc(r["notes"])}</p>')
+    parts += _note_paragraphs((name, r[name]) for name in NOTE_FIELDS if name not in shared)
     return "".join(parts)
+
+
+def run_notes(run: Run) -> Markup:
+    """What every row of ``run`` records alike (its source, engine build, harness, contributor and
+    notes), shown once with the run's commands (``partials/runs.html``) and in none of its rows."""
+    parts = _note_paragraphs(run.shared)
+    return Markup(f'<div class="run-notes">{"".join(parts)}</div>' if parts else "")
 
 
 def _engine_cell(r: Mapping[str, Any], default_engine: str) -> str:
@@ -185,8 +202,10 @@ def row_table_rows(
 
     A row stays one or two lines high: the source is a short label (a link for a URL), the notes sit
     behind a disclosure, and the commands that reproduce the row are its run's, once per run below
-    the table (``partials/runs.html``): the row links to them. Cells that repeat from row to row
-    (status, engine, notes: a run's rows share them) are built once per distinct value.
+    the table (``partials/runs.html``): the row links to them. The notes all of a run's rows share are
+    shown there too (:func:`run_notes`), so a row's notes hold only what differs from its run, and a
+    row with nothing of its own has no notes disclosure. Cells that repeat from row to row (status,
+    engine, notes) are built once per distinct value.
     """
     num = fmt_number
     marked = set(marked)
@@ -196,11 +215,14 @@ def row_table_rows(
     engines: dict[tuple[Any, ...], str] = {}
     notes: dict[tuple[Any, ...], str] = {}
     sources: dict[Any, str] = {}
-    run_links = {
-        row_id: f'<a class="run-link" href="#{_esc(run.anchor)}">Reproduce</a>'
-        for run in runs
-        for row_id in run.row_ids
-    }
+    run_links: dict[int, str] = {}
+    run_shared: dict[int, frozenset[str]] = {}
+    for run in runs:
+        link = f'<a class="run-link" href="#{_esc(run.anchor)}">Reproduce</a>'
+        shared = frozenset(name for name, _ in run.shared)
+        for row_id in run.row_ids:
+            run_links[row_id] = link
+            run_shared[row_id] = shared
     texts: dict[str, str] = {}
     dates: dict[Any, str] = {}
     for r in rows:
@@ -216,7 +238,9 @@ def row_table_rows(
         engine = engines.get(engine_key)
         if engine is None:
             engine = engines[engine_key] = _engine_cell(r, default_engine)
+        shared = run_shared[row_id]
         notes_key = (
+            shared,
             r["source"],
             r["engine_build"],
             r["harness"],
@@ -229,7 +253,7 @@ def row_table_rows(
         )
         note = notes.get(notes_key)
         if note is None:
-            body = _notes_body(r)
+            body = _notes_body(r, shared)
             note = notes[notes_key] = (
                 '<details class="row-more"><summary>Notes</summary>'
                 f'<div class="row-more-body">{body}</div></details>'

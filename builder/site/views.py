@@ -71,6 +71,11 @@ def row_anchors(site: Site, rows: list[dict[str, Any]]) -> dict[int, str]:
     }
 
 
+NOTE_FIELDS = ("source", "engine_build", "harness", "contributor", "notes")
+"""The row fields a recipe page shows as a row's notes; those all of a run's rows have alike are shown
+once, with the run (:attr:`Run.shared`)."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One run of a recipe page, a row file: where it is, its rows and the commands that reproduce them."""
@@ -83,6 +88,9 @@ class Run:
     """Its rows on the page, in the file's order."""
     commands: RunReproduction
     """The commands that reproduce its rows (:func:`builder.site.reproduce.reproduce_run`)."""
+    shared: tuple[tuple[str, Any], ...] = ()
+    """The note fields (:data:`NOTE_FIELDS`, in that order) every row of the run has alike, with
+    their value (``None`` when none of them records it): shown once with the run, in no row."""
 
     @property
     def anchor(self) -> str:
@@ -107,6 +115,11 @@ def recipe_runs(site: Site, recipe: Recipe, rows: list[dict[str, Any]]) -> list[
                 row_ids=tuple(row["row_id"] for row in in_file),
                 commands=reproduce_run(
                     recipe.meta, recipe.slug, in_file, [parsed.line_of(file_row) for file_row, _ in found]
+                ),
+                shared=tuple(
+                    (name, in_file[0][name])
+                    for name in NOTE_FIELDS
+                    if all(row[name] == in_file[0][name] for row in in_file)
                 ),
             )
         )

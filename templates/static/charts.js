@@ -2,8 +2,9 @@
    this site, the first time a chart comes near the viewport, then draws each chart as it scrolls into
    view. The page's chart data is one inert JSON block (<script type="application/json"
    id="chart-data">): {"specs": {key: Vega-Lite spec}, "charts": {figure id: {"spec": key, "fields":
-   [...], "rows": [[...]]}}}. A chart's rows become objects (null fields left out) and its spec's
-   data.values; nothing from the data is evaluated. The data tables (or links to the rows) stay in
+   [...], "rows": [[...]], "strings": [...]}}}. A chart's rows become objects (null fields left out)
+   and its spec's data.values; a field with a list in "strings" (by field position) gives a
+   position in that list, not the text itself. Nothing from the data is evaluated. The data tables (or links to the rows) stay in
    the page for readers without JavaScript and for screen readers. */
 (function () {
   "use strict";
@@ -19,10 +20,11 @@
     var chart = pageData.charts[id];
     var spec = chart && pageData.specs[chart.spec];
     if (!spec) return null;
+    var strings = chart.strings || [];
     var values = chart.rows.map(function (row) {
       var value = {};
       for (var i = 0; i < chart.fields.length; i++) {
-        if (row[i] !== null) value[chart.fields[i]] = row[i];
+        if (row[i] !== null) value[chart.fields[i]] = strings[i] ? strings[i][row[i]] : row[i];
       }
       return value;
     });

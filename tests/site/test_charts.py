@@ -32,7 +32,7 @@ from builder.site.charts import (
     page_data,
     spec_template,
 )
-from tests.chartpage import StubFinding, StubRun, chart_block, chart_specs
+from tests.chartpage import StubFinding, StubRun, chart_block, chart_rows, chart_specs
 from tests.conftest import MakeSite
 
 HOSTILE = 'a</script><script>alert(1)</script> "quoted" & <!-- \u2028\u2029 </SCRIPT >'
@@ -172,7 +172,9 @@ def test_page_data_is_inert_json_with_each_value_intact() -> None:
     assert block["specs"]["history/ttft_ms"] == json.loads(spec_template(HISTORY, "ttft_ms").bare)
     chart = block["charts"]["chart-history-ttft_ms"]
     assert chart["spec"] == "history/ttft_ms"
-    assert [dict(zip(chart["fields"], row, strict=True)) for row in chart["rows"]] == SAMPLE_VALUES[HISTORY]
+    assert [dict(zip(chart["fields"], row, strict=True)) for row in chart_rows(chart)] == SAMPLE_VALUES[
+        HISTORY
+    ]
     assert page_data(charts, SpecTemplates()) == text  # deterministic
 
 
@@ -185,6 +187,31 @@ def test_page_data_takes_numpy_scalars_as_numbers() -> None:
         PROMPT, "chart-prompt", "t", "c", (), [{"concurrency": np.int64(8), "decode": np.float64(1.5)}]
     )
     assert json.loads(page_data([chart], SpecTemplates()))["charts"]["chart-prompt"]["rows"] == [[8, 1.5]]
+
+
+def test_page_data_gives_a_repeated_text_once_per_chart() -> None:
+    """A history chart's setting (and status, date, node) repeats from row to row: the block holds
+    each distinct text once, the rows its position; numbers, nulls and texts that never repeat stay."""
+    from builder.site.charts import make_chart
+
+    setting = "8,192-token prompt · 256 output tokens · 1,024-token context · concurrency 32"
+    values = [
+        {"date": "2026-01-02", "setting": setting, "value": 1.5, "note": None, "node": "a"},
+        {"date": "2026-01-09", "setting": setting, "value": 2.0, "note": "</script>", "node": "b"},
+        {"date": "2026-01-02", "setting": "other", "value": None, "note": None, "node": "c"},
+    ]
+    chart = make_chart(HISTORY, "chart-h", "t", "c", (), values, quantity="decode_tok_s")
+    text = page_data([chart], SpecTemplates())
+    assert text.count("8,192-token prompt") == 1 and "</script>" not in text
+    embedded = json.loads(text)["charts"]["chart-h"]
+    fields = embedded["fields"]
+    strings = dict(zip(fields, embedded["strings"], strict=True))
+    assert strings["setting"] == [setting, "other"] and strings["date"] == ["2026-01-02", "2026-01-09"]
+    assert strings["value"] is None and strings["note"] is None and strings["node"] is None
+    assert [row[fields.index("setting")] for row in embedded["rows"]] == [0, 0, 1]
+    assert [
+        {k: v for k, v in zip(fields, row, strict=True) if k in values[0]} for row in chart_rows(embedded)
+    ] == values
 
 
 def test_runtime_bundle_is_read_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -605,7 +632,7 @@ def test_history_points_are_runs_and_findings_are_ringed() -> None:
     assert "</script>" not in data
     embedded = json.loads(data)["charts"][chart.id]
     assert embedded["spec"] == "history/decode_tok_s"
-    assert [dict(zip(embedded["fields"], row, strict=True)) for row in embedded["rows"]] == [
+    assert [dict(zip(embedded["fields"], row, strict=True)) for row in chart_rows(embedded)] == [
         dict(zip(chart.fields, row, strict=True)) for row in chart.rows
     ]
     # an annotated finding says why beside what

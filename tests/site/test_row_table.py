@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,11 @@ from builder.errors import Problems
 from builder.site.reproduce import reproduce
 from builder.site.tables import SOURCE_LABEL, source_label
 from builder.site.views import row_anchors, rows_by_recipe
-from tests.conftest import SITES
+from tests.conftest import REPO, SITES
 from tests.rowsite import rows_csv, run
+
+sys.path.insert(0, str(REPO / "bench"))
+import generate  # noqa: E402
 
 HOSTILE = "<img src=x onerror=alert(1)> & 'q' \"d\""
 EXTRA_ROWS = (
@@ -136,6 +140,70 @@ def test_the_source_is_a_short_label_and_the_notes_are_behind_a_disclosure(tiny:
     assert any(c is not None and c.get_text() == "javascript:alert(1)" for c in cells)
 
 
+SHARED_SOURCE = "lab notebook <b>7</b>, pages 12 & 13"
+"""A source all rows of a run give (its label in the table: the text up to the comma)."""
+
+
+@pytest.fixture(scope="module")
+def shared_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The minimal site plus a run of three rows with one source and harness; one row has a note."""
+    root = tmp_path_factory.mktemp("rowtable-shared") / "root"
+    shutil.copytree(SITES / "minimal", root)
+    rows = [
+        row
+        for concurrency in (1, 2, 4)
+        for row in run(
+            "2026-02-01",
+            50.0 - concurrency,
+            concurrency=concurrency,
+            source=SHARED_SOURCE,
+            harness="vllm bench serve 0.11.0",
+        )
+    ]
+    rows[1]["notes"] = "fan <i>noise</i> & a warm room"
+    (root / "data/rows/tiny/2026-02-01-node-a.csv").write_text(rows_csv(rows), encoding="utf-8")
+    build(load_config(root, root.parent / "out"))
+    return root
+
+
+def test_what_a_runs_rows_share_is_shown_once_with_the_run(shared_notes: Path) -> None:
+    soup = _soup(shared_notes.parent / "out/recipes/tiny/index.html")
+    trs = [tr for tr in soup.select("table.rows tbody tr") if tr.time and tr.time["datetime"] == "2026-02-01"]
+    assert len(trs) == 3
+    runs = {id(r): r for r in (_run_of(soup, tr) for tr in trs)}
+    assert len(runs) == 1
+    [shared] = runs.values()
+    notes = shared.select_one(".run-body .run-notes")
+    assert notes is not None
+    # above the commands, as text (escaped), with the harness the rows share
+    assert notes.find_next_sibling("pre") is not None
+    assert f"Source: {SHARED_SOURCE}" in notes.get_text() and notes.find("b") is None
+    assert "Harness: vllm bench serve 0.11.0" in notes.get_text()
+    assert soup.get_text().count(SHARED_SOURCE) == 1
+    assert soup.get_text().count("vllm bench serve 0.11.0") == 1
+    for tr in trs:
+        cell = tr.select_one("td.source")
+        assert cell is not None and cell.get_text() == "lab notebook <b>7</b>"  # the short label stays
+        assert SHARED_SOURCE not in tr.get_text() and "Harness" not in tr.get_text()
+    # the other run (the minimal site's own rows) shows its own source with it
+    other = [r for r in soup.select("details.run") if r is not shared]
+    assert [r.select_one(".run-notes").get_text() for r in other] == ["Source: synthetic test row"]  # type: ignore[union-attr]
+
+
+def test_a_row_keeps_what_differs_from_its_run_and_the_others_only_their_link(shared_notes: Path) -> None:
+    soup = _soup(shared_notes.parent / "out/recipes/tiny/index.html")
+    trs = [tr for tr in soup.select("table.rows tbody tr") if tr.time and tr.time["datetime"] == "2026-02-01"]
+    with_notes = [tr for tr in trs if tr.select_one("td.notes details")]
+    assert len(with_notes) == 1
+    details = with_notes[0].select_one("td.notes details")
+    assert details is not None and details.summary is not None and details.summary.get_text() == "Notes"
+    assert details.get_text() == "Notesfan <i>noise</i> & a warm room" and details.find("i") is None
+    assert soup.get_text().count("fan <i>noise</i> & a warm room") == 1  # not the run's: one row has it
+    for tr in trs:
+        [link] = tr.select("td.notes a.run-link")
+        assert link.get_text() == "Reproduce"
+
+
 def test_shipped_recipe_rows_keep_paragraphs_out_of_the_cells(shipped: Path) -> None:
     """The NVIDIA NVFP4 recipe's notes are paragraphs: no cell shows more than a short line of text
     outside a closed disclosure."""
@@ -222,7 +290,28 @@ def test_a_runs_serve_command_is_on_the_page_once_however_many_rows_it_has(hundr
     assert all(_script(run).count("\n# line") == 10 for run in runs.values())  # a command a setting
 
 
-def test_a_recipe_page_with_100_rows_stays_within_the_size_limit(hundred: Path) -> None:
-    page = hundred.parent / "out/recipes/tiny/index.html"
-    assert len(_rows(page)) == 100
+@pytest.fixture(scope="module")
+def bench_shaped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recipe of 100 SYNTHETIC rows as ``bench/bench_page_size.py`` measures them (bench/generate.py):
+    runs of 36 rows, one row file each, every row at its own setting, each run's notes alike."""
+    root = tmp_path_factory.mktemp("rowtable-bench") / "root"
+    generate.write_site(root, 1, 100, cases=0, posts=0)
+    build(load_config(root, root.parent / "out"))
+    return root
+
+
+def soup_has_notes(trs: list[Tag]) -> bool:
+    return any(tr.select_one("td.notes details") for tr in trs)
+
+
+def test_a_recipe_page_with_100_rows_stays_within_the_size_limit(bench_shaped: Path) -> None:
+    [page] = (bench_shaped.parent / "out/recipes").glob("*/index.html")
+    trs = _rows(page)
+    assert len(trs) == 100
+    settings: dict[str, set[tuple[str, ...]]] = {}
+    for tr in trs:
+        [link] = tr.select("a.run-link")
+        settings.setdefault(str(link["href"]), set()).add(tuple(td.get_text() for td in tr.select("td")[3:6]))
+    assert sorted(len(s) for s in settings.values()) == [28, 36, 36]  # every row of a run its own setting
+    assert not soup_has_notes(trs)  # the notes are the run's: no row has a disclosure of its own
     assert page.stat().st_size <= PAGE_LIMIT
