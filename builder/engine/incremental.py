@@ -8,7 +8,9 @@ The interface the dev server and ``build`` code against::
 
 ``build`` never raises for a problem in the site (content, data, templates, output folder): it
 returns the problems and leaves the previous output as it was. :meth:`IncrementalBuilder.run` is
-the same build raising them, as :func:`build` does.
+the same build raising them, as :func:`build` does. The preview also asks for the page of one saved
+file first (:meth:`IncrementalBuilder.quick`), and may cancel a build before it writes anything
+(``build(changed, commit=...)``).
 
 How a rebuild stays correct
     Every input is known by its content hash (:mod:`builder.engine.inputs`). What an earlier build

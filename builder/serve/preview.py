@@ -110,7 +110,7 @@ class PreviewBuilder:
         if self.standby is None or changed is None:
             return run(None)
         engine.close_connection()  # no DuckDB connection may cross a fork
-        return self.standby.build(run, changed, engine.open_connection)
+        return self.standby.build(run, changed, self.prepare)
 
     def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:
         """The page of the one saved recipe or row file first, when the engine can give it alone."""
@@ -140,6 +140,12 @@ class PreviewBuilder:
             # A no-op start-up loaded nothing: load the site next, while the author reads.
             followup=frozenset({WARM}) if report.noop and changed is None else frozenset(),
         )
+
+    def prepare(self) -> None:
+        """Open ahead what the next save's page needs (a DuckDB connection takes tens of ms), while
+        nobody waits: after an answer (a full rebuild closes it, since it may fork)."""
+        if self.engine is not None:
+            self.engine.open_connection()
 
     def close(self) -> None:
         if self.engine is not None:

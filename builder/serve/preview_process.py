@@ -164,6 +164,10 @@ def _child(
             except Exception as exc:  # the preview must outlive any builder bug
                 result = internal_error(exc)
             conn.send((os.getpid(), result))
+            try:
+                preview.prepare()
+            except Exception:  # only an optimisation
+                pass
     finally:
         preview.close()
 
