@@ -12,7 +12,9 @@ digest keys its caches, so two checkouts must not share one. The kinds:
 - ``edit`` / ``add-row``: a build after an edit of the same recipe / a new row file;
 - ``check``: ``check`` of the ``--recipes`` x ``--check-rows`` site (1M rows by default);
 - ``serve-edit`` / ``serve-row``: ``serve`` running on the variant's copy, the time from saving an
-  edited recipe / a new row file of it until the recipe page served shows the change;
+  edited recipe / a new row file of it until the recipe page served shows the change; with ``--gap
+  SECONDS``, each round saves twice, SECONDS apart (the second save arrives during the rebuild the
+  first started), and times the second;
 - ``all``: each of these in turn, then one table with the guard's verdicts (:data:`LIMITS`).
 
 Every round makes the same change for every variant, the order alternating between rounds; this VM's
@@ -192,14 +194,17 @@ def build_rounds(kind: str, variants: list[Variant], rounds: int, check_site: Pa
     return runs
 
 
-def serve_rounds(kind: str, variants: list[Variant], rounds: int) -> dict[str, Runs]:
+def serve_rounds(
+    kind: str, variants: list[Variant], rounds: int, gap: float | None = None
+) -> dict[str, Runs]:
     """One server per variant, on its copy; each round saves the same change in every copy, one
-    variant at a time, and waits for that server's full rebuild to end before the next variant's."""
+    variant at a time, and waits for that server's full rebuild to end before the next variant's.
+    With ``gap``, a first save comes ``gap`` seconds before the timed one.
+
+    ``serve-row`` adds each round's files to the next recipe: one recipe collecting every round's
+    files would time a page growing by 36 rows a file (to 800 rows in ten rounds with ``gap``)."""
     runs = {variant.name: Runs() for variant in variants}
     recipes = sorted((variants[0].site / "content" / "recipes").glob("*.md"))
-    recipe = recipes[len(recipes) // 2]
-    index = int(recipe.stem.rsplit("-r", 1)[1])  # generate.recipe_slug(index) ends in -r<index>
-    page = f"/recipes/{recipe.stem}/"
     servers: dict[str, Server] = {}
     try:
         for variant in variants:
@@ -208,17 +213,16 @@ def serve_rounds(kind: str, variants: list[Variant], rounds: int) -> dict[str, R
         # Round -1 is not timed: after a start-up that built nothing, serve drops the follow-up that
         # loads the site, so the first save is answered by a full rebuild instead of its page first.
         for round_ in range(-1, rounds):
+            recipe = recipes[(len(recipes) // 2 + (round_ + 1 if kind == "serve-row" else 0)) % len(recipes)]
+            index = int(recipe.stem.rsplit("-r", 1)[1])  # generate.recipe_slug(index) ends in -r<index>
+            page = f"/recipes/{recipe.stem}/"
             for variant in interleaved(variants, round_):
                 server = servers[variant.name]
-                if kind == "serve-edit":
-                    marker = f"A/B serve edit {round_}."
-                    path = variant.site / "content" / "recipes" / recipe.name
-                    save: Callable[[], object] = partial(
-                        atomic_write, path, path.read_text(encoding="utf-8") + f"\n\n{marker}\n"
-                    )
-                else:
-                    marker = (datetime.date(2026, 8, 1) + datetime.timedelta(days=round_)).isoformat()
-                    save = partial(generate.add_row_file, variant.site, index, marker)
+                if gap is not None:
+                    first = time.perf_counter()
+                    _serve_save(kind, variant, recipe.name, index, 2 * round_, "first")[1]()
+                    time.sleep(max(0.0, gap - (time.perf_counter() - first)))
+                marker, save = _serve_save(kind, variant, recipe.name, index, 2 * round_ + 1, "timed")
                 seconds = measure(server, page, save, marker.encode())
                 if round_ >= 0:
                     runs[variant.name].seconds.append(seconds)
@@ -227,6 +231,19 @@ def serve_rounds(kind: str, variants: list[Variant], rounds: int) -> dict[str, R
         for server in servers.values():
             server.stop()
     return runs
+
+
+def _serve_save(
+    kind: str, variant: Variant, recipe: str, index: int, number: int, which: str
+) -> tuple[str, Callable[[], object]]:
+    """The ``number``-th save of a serve kind (made when called) and the marker the page then shows."""
+    if kind == "serve-edit":
+        marker = f"A/B serve edit {number} ({which})."
+        path = variant.site / "content" / "recipes" / recipe
+        return marker, lambda: atomic_write(path, path.read_text(encoding="utf-8") + f"\n\n{marker}\n")
+    # After every generated run, and before the build's day: a later row is refused.
+    marker = (datetime.date(2026, 8, 1) + datetime.timedelta(days=number)).isoformat()
+    return marker, partial(generate.add_row_file, variant.site, index, marker)
 
 
 def paired_pct(first: Runs, other: Runs) -> float:
@@ -256,16 +273,26 @@ def report(results: dict[str, dict[str, Runs]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variant", action="append", type=parse_variant, required=True)
-    parser.add_argument("--kind", choices=(*KINDS, "all"), default="add-row")
+    parser.add_argument(
+        "--kind", action="append", choices=(*KINDS, "all"), help="repeatable; default: add-row"
+    )
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--recipes", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=100, help="rows per recipe of the built site")
     parser.add_argument("--check-rows", type=int, default=1000, help="rows per recipe of the checked site")
+    parser.add_argument(
+        "--gap",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="serve kinds: a first save SECONDS before the timed one (during the rebuild it started)",
+    )
     args = parser.parse_args(argv)
     variants: list[Variant] = args.variant
     if len({v.name for v in variants}) != len(variants):
         parser.error("variant names must differ")
-    kinds = KINDS if args.kind == "all" else (args.kind,)
+    asked = args.kind or ["add-row"]
+    kinds = KINDS if "all" in asked else tuple(dict.fromkeys(asked))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     shutil.rmtree(out / GRAVEYARD, ignore_errors=True)  # left by an interrupted run
@@ -282,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind in kinds:
             started = time.perf_counter()
             if kind in SERVE_KINDS:
-                results[kind] = serve_rounds(kind, variants, args.rounds)
+                results[kind] = serve_rounds(kind, variants, args.rounds, args.gap)
             else:
                 results[kind] = build_rounds(kind, variants, args.rounds, check_site)
             print(f"# {kind}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
@@ -290,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out / GRAVEYARD, ignore_errors=True)
     print(
         f"# SYNTHETIC {args.recipes} recipes x {args.rows} rows (check: x {args.check_rows}),"
-        f" {args.rounds} rounds; load average {load_before} before, {os.getloadavg()} after"
+        f" {args.rounds} rounds{'' if args.gap is None else f', saves {args.gap} s apart'};"
+        f" load average {load_before} before, {os.getloadavg()} after"
     )
     report(results)
     return 0

@@ -183,7 +183,7 @@ def bench_serve(root: Path, runs: int) -> dict[str, tuple[float, int, list[float
     """The dev server's builder in-process (``builder.serve.preview.PreviewBuilder``, what ``serve`` calls;
     ``serve`` runs it in a child process of its own with one render worker per core, as here).
 
-    A save is answered in two steps: the saved recipe's page first (``builder.engine.quickpage``), then the
+    A save is answered in two steps: the saved recipe's page first (``IncrementalBuilder.quick``), then the
     full rebuild (``followup``). "edit one recipe" is the first step: when the page the author looks
     at is written and its reload signalled; "… every page" adds the full rebuild.
     """

@@ -61,6 +61,8 @@ def report(result: RebuildResult) -> None:
     elif result.followup and result.changed:
         pages = ", ".join(sorted(result.changed))
         _say(f"{pages} in {result.seconds * 1000:.0f} ms; rebuilding the rest")
+    elif result.followup:
+        pass  # nothing written yet (a cancelled rebuild, a page that did not change): the rebuild follows
     else:
         changed = "all files" if result.changed is None else counted(len(result.changed), "file")
         _say(f"built in {result.seconds * 1000:.0f} ms ({changed} changed)")
@@ -81,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     out = serve_out_dir(config.root)
     pending = PendingChanges()
     # Builds run in a process of their own, which may fork render workers (see preview_process).
-    preview = BuildProcess(config.root, out, workers=args.jobs)
+    # A rebuild still running when the next batch of changes is ready is cancelled for it.
+    preview = BuildProcess(config.root, out, workers=args.jobs, interrupt=pending.ready)
     try:
         server = LiveReloadServer.create(
             args.host,

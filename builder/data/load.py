@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -29,7 +29,7 @@ from builder.content.models import (
     RecipeMeta,
 )
 from builder.errors import BuilderError, Problem, Problems
-from builder.files import FOLDER, UNREADABLE, InputError, read_regular, readable, walk
+from builder.files import FOLDER, SKIP_DIRS, UNREADABLE, InputError, read_regular, readable, too_big, walk
 from builder.limits import CONTENT_FILE_BYTES
 from builder.yamlio import CONTROL_RE, YamlDoc, YamlProblem, control_problem, load_yaml
 
@@ -291,15 +291,9 @@ def _load_pages(
         slug = os.path.splitext(name)[0]
         if known is not None:
             known.add(slug)
-        if not SLUG_RE.fullmatch(slug):
-            problems.error(
-                rel,
-                None,
-                f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')",
-            )
-            continue
-        if slug in RESERVED_SLUGS:
-            problems.error(rel, None, _reserved(slug))
+        refused = _file_slug_problem(slug)
+        if refused is not None:
+            problems.error(rel, None, refused)
             continue
         parse = functools.partial(_parse_page, rel, slug, model, make)
         page = loader.page(rel, path, parse, problems)
@@ -308,6 +302,15 @@ def _load_pages(
     for other in others:
         problems.warn(f"content/{folder}/{other}", None, "ignored: content files end in .md")
     return pages
+
+
+def _file_slug_problem(slug: str) -> str | None:
+    """What is wrong with a content file named ``<slug>.md``, or None."""
+    if not SLUG_RE.fullmatch(slug):
+        return f"file name '{slug}' is not a valid slug (lowercase letters, digits, '.', '-', '_')"
+    if slug in RESERVED_SLUGS:
+        return _reserved(slug)
+    return None
 
 
 def _content_files(
@@ -435,12 +438,12 @@ def recipe_reference_problem(slug: str, recipe_files: Collection[str]) -> str:
     return f"unknown recipe '{slug}' (no content/recipes/{slug}.md)"
 
 
-def _check_recipe_identifiers(site: Site, problems: Problems) -> None:
+def _check_recipe_identifiers(recipes: Iterable[Recipe], problems: Problems) -> None:
     """A recipe's engine version, flags and env are matched whole against its rows: printable ASCII.
     Its other text that is not prose (engine, model, checkpoint) may hold no invisible format character."""
     from builder.data.row_values import format_character_problem, identifier_problem
 
-    for recipe in site.recipes.values():
+    for recipe in recipes:
         meta = recipe.meta
         checks: list[tuple[tuple[str, ...], str | None]] = [
             (("engine_version",), identifier_problem("engine_version", meta.engine_version)),
@@ -612,12 +615,138 @@ def load_site(
         recipe_files=frozenset(recipe_slugs),
     )
     _check_references(site, problems)
-    _check_recipe_identifiers(site, problems)
+    _check_recipe_identifiers(site.recipes.values(), problems)
     _warn_future_posts(site, problems)
     _refuse_other_links(root, problems)
     _check_row_strings(site, problems)
     check_row_values(site.rows, lambda: site.con, site.row_files, today(config), problems)
     return site
+
+
+def replace_recipe(site: Site, rel: str, data: bytes, problems: Problems) -> Site:
+    """``site`` with the recipe file ``rel`` (``content/recipes/<slug>.md``, edited or new) loaded from
+    ``data`` as :func:`load_site` loads it, and the checks the load makes of a recipe: its problems go
+    into ``problems``, and a recipe that does not load is left out.
+
+    ``site`` is a site that loaded without errors, so every problem found is this file's. The rows
+    are not validated again: they name recipes by file name, and no file was added or removed."""
+    import dataclasses
+
+    folder, _, name = rel.rpartition("/")
+    if folder != "content/recipes" or not name.endswith(".md"):
+        raise ValueError(f"{rel} is not a recipe file")
+    slug = os.path.splitext(name)[0]
+    recipe: Page[RecipeMeta] | None = None
+    refused = _file_slug_problem(slug)
+    if refused is not None:
+        problems.error(rel, None, refused)
+    elif len(data) > CONTENT_FILE_BYTES:
+        problems.error(rel, None, too_big(len(data), CONTENT_FILE_BYTES))
+    else:
+        recipe = _load_page(rel, slug, data, RecipeMeta, problems, make=_make_recipe)
+    recipes = {key: value for key, value in site.recipes.items() if key != slug}
+    if isinstance(recipe, Recipe):
+        recipes[slug] = recipe
+        if slug in site.recipes:  # in its place; a new one where a load lists it (by file name)
+            recipes = {key: recipes[key] for key in site.recipes}
+        else:
+            recipes = dict(sorted(recipes.items(), key=lambda item: f"{item[0]}.md"))
+        _check_recipe_identifiers([recipe], problems)
+    edited = dataclasses.replace(site, recipes=recipes, recipe_files=site.recipe_files | {slug}, _con=None)
+    _check_references(edited, problems)
+    return edited
+
+
+def with_row_file(
+    site: Site,
+    rel: str,
+    data: bytes,
+    problems: Problems,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> Site:
+    """``site`` with the row file ``rel`` (under ``data/rows/``, edited or new) read from ``data`` as
+    :func:`load_site` reads it: parsed, validated against the site's recipes and nodes, its flags, env
+    and values checked, its rows in their place among the others (files in path order, rows in file
+    order, each row's id its position). Problems go into ``problems``; rows that fail are left out,
+    as the load leaves them out.
+
+    ``site`` is a site that loaded without errors, so every problem found is this file's. ``con``: a
+    DuckDB connection to validate on (one is opened when not given); nothing stays registered on it.
+    """
+    import bisect
+    import dataclasses
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from builder.data.ingest import validate_rows
+    from builder.data.row_values import check_row_values
+    from builder.data.rows import ParsedFile, RowFile, parse_row_files, row_file_kind, row_file_order
+    from builder.limits import ROW_FILE_BYTES
+
+    kind = row_file_kind(rel)
+    folders = rel.split("/")[:-1]
+    if kind is None or folders[:2] != ["data", "rows"] or not SKIP_DIRS.isdisjoint(folders):
+        raise ValueError(f"{rel} is not a row file the load reads")
+    source = RowFile(rel, data, kind)
+    typed: pa.Table | None = None
+    if len(data) > ROW_FILE_BYTES:
+        problems.error(rel, None, too_big(len(data), ROW_FILE_BYTES))
+        item = ParsedFile(source, None)
+    else:
+        parsed, raw = parse_row_files([source], problems)
+        [item] = parsed
+        own = con if con is not None else _connect()
+        try:
+            typed = validate_rows(own, parsed, raw, sorted(site.recipe_files), sorted(site.nodes), problems)
+        finally:
+            if con is None:
+                own.close()
+    # The file's place: its own when it was there, else where the path order puts it.
+    files = list(site.row_files)
+    at = bisect.bisect_left([row_file_order(f.source.rel) for f in files], row_file_order(rel))
+    replaced = at < len(files) and files[at].source.rel == rel
+    if replaced:
+        files[at] = item
+    else:
+        files.insert(at, item)
+    rows = site.rows
+    file_ids = rows.column("file_id").to_numpy()
+    start = int(np.searchsorted(file_ids, at, "left"))
+    stop = int(np.searchsorted(file_ids, at, "right")) if replaced else start
+    pieces = [rows.slice(0, start)]
+    column = rows.schema.get_field_index("file_id")
+    mine = None
+    if typed is not None and typed.num_rows:
+        mine = typed.set_column(column, "file_id", pa.array(np.full(typed.num_rows, at, np.int32))).cast(
+            rows.schema
+        )
+        pieces.append(mine)
+    after = rows.slice(stop)
+    if not replaced and after.num_rows:  # the files after a new one move up by one
+        after = after.set_column(column, "file_id", pc.add(after.column("file_id"), pa.scalar(1, pa.int32())))
+    pieces.append(after)
+    table = pa.concat_tables(pieces)
+    table = table.set_column(
+        table.schema.get_field_index("row_id"), "row_id", pa.array(np.arange(table.num_rows, dtype=np.int32))
+    )
+    updated = dataclasses.replace(site, row_files=files, rows=table, _con=None)
+    if mine is not None:
+        # The checks a load makes of every row, made of this file's (they are per row).
+        alone = dataclasses.replace(updated, rows=mine, _con=None)
+        try:
+            _check_row_strings(alone, problems)
+            check_row_values(mine, lambda: alone.con, files, today(site.config), problems)
+        finally:
+            alone.close_connection()
+    return updated
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    return duckdb.connect()
 
 
 def today(config: SiteConfig) -> dt.date:

@@ -56,6 +56,8 @@ __all__ = [
     "discover_row_files",
     "parse_row_files",
     "read_string_csv",
+    "row_file_kind",
+    "row_file_order",
 ]
 
 _ROW_FIELD_SET = frozenset(ROW_FIELDS)
@@ -474,6 +476,22 @@ PARSERS: dict[str, Callable[[RowFile, Problems], ParsedFile]] = {
 ROW_FILE_SUFFIXES = (".csv", ".jsonl", ".parquet")
 
 
+def row_file_kind(name: str) -> str | None:
+    """``csv``, ``jsonl`` or ``parquet`` for a file named so (any case), else None (the file is
+    ignored, with a warning)."""
+    entry_name = name.rsplit("/", 1)[-1]
+    dot = entry_name.rfind(".")
+    # os.path.splitext's suffix: none when only dots come before the last one.
+    suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
+    return suffix[1:] if suffix in ROW_FILE_SUFFIXES else None
+
+
+def row_file_order(rel: str) -> str:
+    """The key row files are ordered by: as ``PurePosixPath(rel).parts`` compare ("/" below every
+    other character)."""
+    return rel.replace("/", "\0")
+
+
 def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> list[RowFile]:
     """Every ``*.csv``, ``*.jsonl`` and ``*.parquet`` under ``data/rows``, in a stable order (by path).
 
@@ -486,17 +504,13 @@ def discover_row_files(root: Path, problems: Problems, *, read: bool = True) -> 
     found: list[tuple[str, str, str, str]] = []
     for name, entry in listing.files.items():
         path = entry.path
-        entry_name = name.rsplit("/", 1)[-1]
-        dot = entry_name.rfind(".")
-        # os.path.splitext's suffix: none when only dots come before the last one.
-        suffix = entry_name[dot:].lower() if dot > 0 and entry_name[:dot].strip(".") else ""
-        if suffix not in ROW_FILE_SUFFIXES:
+        kind = row_file_kind(name)
+        if kind is None:
             problems.warn(name, None, "ignored: row files end in .csv, .jsonl or .parquet")
         elif not readable(path):
             problems.error(name, None, UNREADABLE)
         else:
-            # Ordered as PurePosixPath(name).parts compare: "/" below every other character.
-            found.append((name.replace("/", "\0"), name, path, suffix[1:]))
+            found.append((row_file_order(name), name, path, kind))
     for name, reason in sorted(listing.refused.items()):
         problems.error(name, None, reason)
     found.sort()

@@ -51,6 +51,8 @@ class BuildReport:
     """Pages whose previous file was kept."""
     noop: bool = False
     """Nothing changed: no stage beyond the input scan ran."""
+    cancelled: bool = False
+    """Stopped before writing anything, as its caller asked (the output and record are as they were)."""
     cache_note: str | None = None
     """Why the build cache was discarded, when it was (corrupt, from another version)."""
     seconds: dict[str, float] = field(default_factory=dict)

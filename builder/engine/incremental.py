@@ -8,7 +8,9 @@ The interface the dev server and ``build`` code against::
 
 ``build`` never raises for a problem in the site (content, data, templates, output folder): it
 returns the problems and leaves the previous output as it was. :meth:`IncrementalBuilder.run` is
-the same build raising them, as :func:`build` does.
+the same build raising them, as :func:`build` does. The preview also asks for the page of one saved
+file first (:meth:`IncrementalBuilder.quick`), and may cancel a build before it writes anything
+(``build(changed, commit=...)``).
 
 How a rebuild stays correct
     Every input is known by its content hash (:mod:`builder.engine.inputs`). What an earlier build
@@ -39,7 +41,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,10 +64,11 @@ from builder.engine.pipeline import Timings
 from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
 from builder.engine.render_pool import Progress, map_in_workers, raise_first, render_jobs, worker_count
-from builder.errors import BuildAborted, BuilderError, Problem
+from builder.errors import BuildAborted, BuilderError, Problem, Problems
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
+    from builder.data.load import Site
     from builder.engine.loadcache import LoadCache
     from builder.engine.pipeline import Loaded
     from builder.site.context import RenderContext
@@ -135,6 +138,10 @@ class IncrementalBuilder:
         """Changed paths of builds that failed, still to be rescanned."""
         self._quick_con: Any = None
         """The DuckDB connection quick pages reconcile on (opened on first use)."""
+        self._quick_site: Site | None = None
+        """The last build's site with every file a quick page applied since (None: none)."""
+        self._applied: dict[str, bytes] = {}
+        """Files quick pages applied since the last build: path → digest of the bytes applied."""
         self.persist = persist
         self.workers = workers
         self.progress = progress
@@ -146,13 +153,19 @@ class IncrementalBuilder:
 
     # Public ---------------------------------------------------------------------------------------
 
-    def build(self, changed: set[Path] | frozenset[Path] | None = None) -> BuildReport:
+    def build(
+        self, changed: set[Path] | frozenset[Path] | None = None, *, commit: Commit | None = None
+    ) -> BuildReport:
         """Bring the output up to date; ``changed`` lists source paths known to have changed.
 
-        Problems come back in the report; nothing a site can contain makes this raise.
+        Problems come back in the report; nothing a site can contain makes this raise. ``commit``
+        is asked once, before the build writes anything (output or record): when it says no, the
+        build stops there, as if it had not run (``report.cancelled``); the next build redoes it.
         """
         try:
-            return self.run(changed)
+            return self.run(changed, commit=commit)
+        except BuildCancelled:
+            return BuildReport(cancelled=True, cache_note=self._record.note)
         except BuildAborted as exc:
             return BuildReport(
                 problems=list(exc.problems), warnings=list(exc.warnings), cache_note=self._record.note
@@ -160,49 +173,119 @@ class IncrementalBuilder:
         except BuilderError as exc:
             return BuildReport(problems=[exc.problem()], cache_note=self._record.note)
 
-    def quick(self, source: Path, data: bytes) -> list[str] | None:
-        """Write at once the one recipe page that saving ``data`` in ``source`` changes
-        (:mod:`builder.engine.quickpage`).
+    def quick(self, changed: Collection[Path]) -> list[str] | None:
+        """Write at once the one recipe page that the saves in ``changed`` change, as a build renders
+        it: the kept site (the last build's, with every save answered here since) updated with the saved
+        recipe or row file (:func:`builder.data.load.replace_recipe`, :func:`~builder.data.load.with_row_file`),
+        that recipe's rows reconciled (findings are per recipe) and its page rendered by
+        :func:`builder.site.render.render_recipe`.
 
-        Returns the output paths written, or ``None`` when there is no quick answer; either way a
-        :meth:`build` must follow. The page's record gets the new bytes' digest, so that build
-        rewrites (and reports) it only if its own rendering differs.
+        Returns the output paths written, or ``None`` when there is no exact quick answer: not exactly
+        one file, among ``changed`` and the paths of builds that did not finish, differs from what the
+        kept site holds; or that file is not a recipe or row file, has a problem, adds or removes a
+        recipe or page, or touches two recipes. Either way a :meth:`build` must follow; the page's
+        record gets the new bytes' digest, so that build rewrites (and reports) it only if its own
+        rendering differs.
         """
+        from builder.data.load import replace_recipe, with_row_file
         from builder.engine.inputs import digest_bytes
         from builder.engine.output import update_in_place
-        from builder.engine.quickpage import quick_recipe_page
 
         state, ctx = self._state, self._context
         if state is None or ctx is None or self.atomic:
             return None
+        saved = self._saved_file({*changed, *self._unsettled}, state)
+        if saved is None:
+            return None
+        rel, data = saved
+        site = self._quick_site or ctx.site
+        problems = Problems()
+        con = self.open_connection()
         try:
-            rel = source.resolve().relative_to(self.config.root.resolve()).as_posix()
-        except (OSError, ValueError):
-            return None  # outside the root: a full build says what it is
-        if state.inputs.digests.get(rel) == digest_bytes(data):
-            return None  # saved unchanged: the build that follows finds nothing to do
+            if rel.startswith("content/recipes/"):
+                updated = replace_recipe(site, rel, data, problems)
+                slugs = {os.path.splitext(rel.rsplit("/", 1)[1])[0]}
+            else:
+                updated = with_row_file(site, rel, data, problems, con)
+                slugs = _recipes_of(site, rel) | _recipes_of(updated, rel)
+        except ValueError:  # not a file the load reads as one
+            return None
+        if problems.errors or problems.warnings or len(slugs) != 1:
+            return None
+        [slug] = slugs
+        path = f"recipes/{slug}/index.html"
+        if slug not in site.recipes or slug not in updated.recipes or path not in state.outputs:
+            return None  # a new or removed recipe changes other pages first
+        try:
+            html = _render_recipe_alone(ctx, updated, slug, con)
+        finally:
+            updated.close_connection()  # none may be left open (the preview forks)
+        if html is None:
+            return None
+        self._quick_site = updated
+        self._applied[rel] = digest_bytes(data)
+        if state.outputs[path].digest == digest_bytes(html):
+            return []
+        update_in_place({path: html}, (), self.config.out, self.config.root)
+        st = os.stat(self.config.out / path)
+        old = state.outputs[path]
+        state.outputs[path] = OutputRecord(
+            old.fingerprint,
+            digest_bytes(html),
+            old.templates,
+            (st.st_ino, st.st_size, st.st_mtime_ns),
+            old.deps,
+        )
+        return [path]
+
+    def _saved_file(self, paths: set[Path], state: State) -> tuple[str, bytes] | None:
+        """The one recipe or row file among ``paths`` whose bytes differ from what the kept site holds
+        (the last build's inputs, or what a quick page applied since), with its bytes; None when
+        there is not exactly one such file, or something else differs."""
+        from builder.engine.inputs import digest_bytes
+        from builder.files import InputError, read_regular
+        from builder.limits import CONTENT_FILE_BYTES, ROW_FILE_BYTES
+
+        root = self.config.root.resolve()
+        differ: list[tuple[str, bytes]] = []
+        for path in paths:
+            try:
+                rel = path.resolve().relative_to(root).as_posix()
+            except (OSError, ValueError):
+                return None  # outside the root: a full build says what it is
+            rows = rel.startswith("data/rows/")
+            try:
+                data: bytes | None = read_regular(path, ROW_FILE_BYTES if rows else CONTENT_FILE_BYTES)
+            except FileNotFoundError:
+                data = None
+            except (OSError, InputError):
+                return None
+            held = self._applied.get(rel, state.inputs.digests.get(rel))
+            if data is None and held is None:
+                if any(key.startswith(f"{rel}/") for key in state.inputs.digests):
+                    return None  # a folder removed, with the inputs it held
+                continue
+            if data is None or digest_bytes(data) != held:
+                if data is None or not (rows or (rel.startswith("content/recipes/") and rel.count("/") == 2)):
+                    return None
+                differ.append((rel, data))
+        return differ[0] if len(differ) == 1 else None
+
+    def open_connection(self) -> Any:
+        """The DuckDB connection quick pages use (opened now if need be: it takes tens of ms)."""
         if self._quick_con is None:
             import duckdb
 
-            # Opening a connection costs ~50 ms; quick pages share one, single-threaded (tiny data).
+            # Quick pages share one, single-threaded (tiny data).
             self._quick_con = duckdb.connect()
             self._quick_con.execute("SET threads = 1")
-        pages = quick_recipe_page(ctx, rel, data, self._quick_con)
-        if not pages or any(path not in state.outputs for path in pages):
-            return None
-        pages = {p: data for p, data in pages.items() if state.outputs[p].digest != digest_bytes(data)}
-        update_in_place(pages, (), self.config.out, self.config.root)
-        for path, data in pages.items():
-            st = os.stat(self.config.out / path)
-            old = state.outputs[path]
-            state.outputs[path] = OutputRecord(
-                old.fingerprint,
-                digest_bytes(data),
-                old.templates,
-                (st.st_ino, st.st_size, st.st_mtime_ns),
-                old.deps,
-            )
-        return sorted(pages)
+        return self._quick_con
+
+    def close_connection(self) -> None:
+        """Close the quick pages' DuckDB connection (before a fork: DuckDB is not fork-safe)."""
+        if self._quick_con is not None:
+            self._quick_con.close()
+            self._quick_con = None
 
     def warm(self) -> bool:
         """Load the site and its render context without building, for :meth:`quick` after a no-op
@@ -227,32 +310,46 @@ class IncrementalBuilder:
             return False
         finally:
             loaded.site.close_connection()
+        self._quick_site, self._applied = None, {}
         return True
 
     def close(self) -> None:
         """Forget the in-memory state (the on-disk record stays)."""
-        if self._quick_con is not None:
-            self._quick_con.close()
-            self._quick_con = None
+        self.close_connection()
         self._context = None
+        self._quick_site, self._applied = None, {}
         self._state = None
         self._cache = None
 
     # The build ------------------------------------------------------------------------------------
 
-    def run(self, changed: set[Path] | frozenset[Path] | None = None) -> BuildReport:
-        """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems.
+    def run(
+        self, changed: set[Path] | frozenset[Path] | None = None, *, commit: Commit | None = None
+    ) -> BuildReport:
+        """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems, and
+        :class:`BuildCancelled` when ``commit`` says no (see :meth:`build`).
 
-        Paths given to a build that failed are rescanned by the next one too: the record of inputs
-        is only updated by a build that succeeds."""
+        Paths given to a build that failed or was cancelled are rescanned by the next one too: the
+        record of inputs is only updated by a build that succeeds."""
         if changed is not None:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
-        report = self._run(changed)
+        cache = self._cache
+        stages = set(cache.memo.keys("stage")) if cache is not None else set()
+        try:
+            report = self._run(changed, commit or _always)
+        except BaseException:
+            # The output stages' entries name files of the published site: those this build made
+            # were not published (it stopped before, or while, publishing), so they are forgotten.
+            if self._cache is not None:
+                kept = stages if self._cache is cache else set()
+                for key in set(self._cache.memo.keys("stage")) - kept:
+                    self._cache.memo.drop(key)
+            raise
         self._unsettled = set()
         return report
 
-    def _run(self, changed: set[Path] | frozenset[Path] | None) -> BuildReport:
+    def _run(self, changed: set[Path] | frozenset[Path] | None, commit: Commit) -> BuildReport:
         from builder.config import load_config
 
         seconds: dict[str, float] = {}
@@ -285,13 +382,16 @@ class IncrementalBuilder:
         if state is not None and inputs.digests == state.inputs.digests and not damaged and not extra:
             from builder.engine.output import remove_leftovers
 
+            if not commit():
+                raise BuildCancelled
             remove_leftovers(config.out)
             state.inputs = inputs
             self._record.save_state(state)
+            self._quick_site, self._applied = None, {}  # the kept site is the inputs' again
             return BuildReport(
                 warnings=list(state.warnings), files=state.files, rows=state.rows, noop=True, seconds=seconds
             )
-        return self._full(config, state, inputs, environment, damaged, extra, seconds, mark)
+        return self._full(config, state, inputs, environment, damaged, extra, seconds, mark, commit)
 
     def _full(
         self,
@@ -303,6 +403,7 @@ class IncrementalBuilder:
         extra: set[str],
         seconds: dict[str, float],
         mark: float,
+        commit: Commit,
     ) -> BuildReport:
         from builder.engine.loadcache import LoadCache
         from builder.engine.pipeline import Stage, load_and_reconcile, output_stages
@@ -447,6 +548,9 @@ class IncrementalBuilder:
         lap("output")
 
         # Publish: a fresh file whose bytes equal the kept one is linked, not written.
+        if not commit():
+            site.close_connection()
+            raise BuildCancelled
         published = plan(made, records, previous, damaged, out_prefix)
         new_records = published.records
         apply(
@@ -480,6 +584,7 @@ class IncrementalBuilder:
         lap("save")
         site.close_connection()
         self._context = ctx if self.keep_context else None
+        self._quick_site, self._applied = None, {}
         return BuildReport(
             written=sorted(published.write),
             removed=published.removed,
@@ -523,6 +628,123 @@ class IncrementalBuilder:
         memo.use(("statuses", cache.status_key))
         site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
+
+
+Commit = Callable[[], bool]
+"""Asked before a build writes anything: may it? (See :meth:`IncrementalBuilder.build`.)"""
+
+
+def _always() -> bool:
+    return True
+
+
+class BuildCancelled(Exception):
+    """A build stopped before writing anything, because its ``commit`` said no."""
+
+
+def _recipes_of(site: Site, rel: str) -> set[str]:
+    """The recipes the rows of the row file ``rel`` name in ``site``."""
+    import bisect
+
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from builder.data.rows import row_file_order
+
+    files = site.row_files
+    at = bisect.bisect_left([row_file_order(f.source.rel) for f in files], row_file_order(rel))
+    if at == len(files) or files[at].source.rel != rel:
+        return set()
+    file_ids = site.rows.column("file_id").to_numpy()
+    start, stop = np.searchsorted(file_ids, at, "left"), np.searchsorted(file_ids, at, "right")
+    return set(pc.unique(site.rows.slice(int(start), int(stop - start)).column("recipe")).to_pylist())
+
+
+def _render_recipe_alone(ctx: RenderContext, site: Site, slug: str, con: Any) -> bytes | None:
+    """The page of ``slug`` as a build of ``site`` renders it, from ``ctx`` (an earlier build's
+    context: its templates, markdown and assets) and that recipe's rows reconciled on their own; None
+    when a build would stop on a problem instead (an annotation, a figure no row supports)."""
+    import dataclasses
+
+    import pyarrow.compute as pc
+
+    from builder.analysis.annotations import load_annotations
+    from builder.analysis.reconcile import reconcile_rows
+    from builder.data.model_slugs import comparison_slugs
+    from builder.site.prose import bind_figures
+    from builder.site.render import render_recipe
+    from builder.site.views import case_studies_by_recipe, rows_by_recipe
+
+    problems = Problems()
+    annotations = [
+        note
+        for note in load_annotations(site.config.root, site.recipes, problems, site.recipe_files)
+        if note.entry.recipe == slug
+    ]
+    # Findings and statuses are per recipe: the recipe's rows alone (their ids kept) give its own.
+    mine = dataclasses.replace(
+        site, rows=site.rows.filter(pc.equal(site.rows.column("recipe"), slug)), _con=con
+    )
+    con.register("rows", mine.rows)
+    try:
+        recon = reconcile_rows(mine, annotations, problems)
+    finally:
+        con.unregister("rows")
+    if problems.errors:
+        return None
+    rows = _RowsOf(site, rows_by_recipe(mine))
+    doc = site.recipes[slug].doc
+    if "{{" in doc.body:
+        figures, failed = bind_figures(site, rows, ctx.markdown, pages=[(doc, slug, slug)])
+        if failed:
+            return None
+        ctx.markdown.bind({**ctx.markdown.bound, **figures})
+    # What the context derives from the site, derived again where its input changed.
+    earlier = ctx.site
+    same_models = site.recipes is earlier.recipes or [r.meta.model for r in site.recipes.values()] == [
+        r.meta.model for r in earlier.recipes.values()
+    ]
+    quick = dataclasses.replace(
+        ctx,
+        site=site,
+        recon=recon,
+        rows=rows,
+        cases_by_recipe=(
+            ctx.cases_by_recipe if site.case_studies is earlier.case_studies else case_studies_by_recipe(site)
+        ),
+        comparisons=ctx.comparisons if same_models else comparison_slugs(site),
+        node_hw=ctx.node_hw if site.nodes is earlier.nodes else site.node_hardware(),
+    )
+    return render_recipe(quick, slug)
+
+
+class _RowsOf(Mapping[str, list[dict[str, Any]]]):
+    """A site's rows by recipe (:func:`builder.site.views.rows_by_recipe`), one recipe's given
+    already: the others are grouped only if something asks for them (a figure quoting them)."""
+
+    def __init__(self, site: Site, given: Mapping[str, list[dict[str, Any]]]) -> None:
+        self._site = site
+        self._given = given
+        self._all: Mapping[str, list[dict[str, Any]]] | None = None
+
+    def _every(self) -> Mapping[str, list[dict[str, Any]]]:
+        if self._all is None:
+            from builder.site.views import rows_by_recipe
+
+            self._all = rows_by_recipe(self._site)
+        return self._all
+
+    def __getitem__(self, slug: str) -> list[dict[str, Any]]:
+        return self._given[slug] if slug in self._given else self._every()[slug]
+
+    def __contains__(self, slug: object) -> bool:
+        return slug in self._given or slug in self._every()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._every())
+
+    def __len__(self) -> int:
+        return len(self._every())
 
 
 @dataclass

@@ -4,16 +4,23 @@ The preview builds into a folder of its own, ``<root>/.cache/builder/serve-site`
 ``build`` publishes) is never touched by ``serve``; the live-reload script is added by the server at
 serve time and never written to disk. Every outcome becomes a :class:`RebuildResult`: a problem in
 the content, the data, the templates or ``site.yaml`` is a result with problems, never an exception.
+
+A save of one recipe or row file is answered first with that recipe's page alone
+(:meth:`IncrementalBuilder.quick <builder.engine.incremental.IncrementalBuilder.quick>`); the result
+asks for the full rebuild next (its ``followup``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from builder.config import load_config
-from builder.engine.incremental import IncrementalBuilder
+from builder.engine.build_state import BuildReport
+from builder.engine.incremental import Commit, IncrementalBuilder
+from builder.engine.render_pool import Progress
 from builder.errors import BuilderError
-from builder.files import InputError, read_regular
 from builder.serve.devserver import RebuildResult
 
 SERVE_DIR = Path(".cache") / "builder" / "serve-site"
@@ -28,6 +35,20 @@ def serve_out_dir(root: Path) -> Path:
     return root.resolve() / SERVE_DIR
 
 
+class Standby(Protocol):
+    """Runs a full rebuild so that it can be cancelled (see :mod:`builder.serve.preview_process`)."""
+
+    def build(
+        self,
+        run: Callable[[Commit], RebuildResult],
+        changed: frozenset[Path],
+        prepare: Callable[[], object],
+    ) -> RebuildResult:
+        """``run(commit)``'s result, or a result for a rebuild cancelled before it wrote anything
+        (``followup``: ``changed``); ``prepare`` readies the process that would answer instead."""
+        ...
+
+
 class PreviewBuilder:
     """Builds the site for the preview; call it with the changed source paths.
 
@@ -35,7 +56,15 @@ class PreviewBuilder:
     rebuilds only what depends on it; it reloads ``site.yaml`` on every build.
     """
 
-    def __init__(self, root: Path, out: Path | None = None, *, workers: int | None = 1) -> None:
+    def __init__(
+        self,
+        root: Path,
+        out: Path | None = None,
+        *,
+        workers: int | None = 1,
+        standby: Standby | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         self.root = root.resolve()
         self.out = out if out is not None else serve_out_dir(self.root)
         self.workers = workers
@@ -43,9 +72,11 @@ class PreviewBuilder:
         process that runs threads (HTTP, watcher) can leave a child waiting forever on a lock
         another thread held at fork time; ``serve`` runs this in a process of its own
         (:mod:`builder.serve.preview_process`), where forking is safe."""
+        self.standby = standby
+        """How full rebuilds run so that a newer save can cancel them (None: they run to the end)."""
+        self.progress = progress
+        """Told of the render's progress (tests hold a rebuild with it)."""
         self.engine: IncrementalBuilder | None = None
-        self._quick_done: dict[Path, bytes] = {}
-        """Saved files answered quickly (by content), whose full rebuild is the next call."""
 
     def __call__(self, changed: frozenset[Path] | None) -> RebuildResult:
         if self.engine is None:
@@ -54,7 +85,9 @@ class PreviewBuilder:
             except BuilderError as exc:  # e.g. a broken site.yaml at start-up: retried on the next change
                 return RebuildResult(problems=(exc.problem(),))
             # In place (no tree swap per save) and keeping the render context for quick pages.
-            self.engine = IncrementalBuilder(config, workers=self.workers, atomic=False, keep_context=True)
+            self.engine = IncrementalBuilder(
+                config, workers=self.workers, atomic=False, keep_context=True, progress=self.progress
+            )
         if changed is not None and WARM in changed:
             try:
                 self.engine.warm()
@@ -67,8 +100,34 @@ class PreviewBuilder:
             quick = self._quick(changed)
             if quick is not None:
                 return quick
-        self._quick_done = {}
-        report = self.engine.build(None if changed is None else set(changed))
+        engine = self.engine
+
+        def run(commit: Commit | None) -> RebuildResult:
+            return self._result(
+                engine.build(None if changed is None else set(changed), commit=commit), changed
+            )
+
+        if self.standby is None or changed is None:
+            return run(None)
+        engine.close_connection()  # no DuckDB connection may cross a fork
+        return self.standby.build(run, changed, self.prepare)
+
+    def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:
+        """The page of the one saved recipe or row file first, when the engine can give it alone."""
+        assert self.engine is not None
+        try:
+            written = self.engine.quick(changed)
+        except Exception:  # the full rebuild that follows reports whatever went wrong
+            written = None
+        if written is None:
+            return None
+        return RebuildResult(changed=frozenset(written), files=len(written), followup=changed)
+
+    @staticmethod
+    def _result(report: BuildReport, changed: frozenset[Path] | None) -> RebuildResult:
+        if report.cancelled:
+            assert changed is not None
+            return RebuildResult(followup=changed)
         if report.problems:
             return RebuildResult(
                 problems=tuple(report.problems), warnings=tuple(report.warnings), note=report.cache_note
@@ -82,26 +141,11 @@ class PreviewBuilder:
             followup=frozenset({WARM}) if report.noop and changed is None else frozenset(),
         )
 
-    def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:
-        """The page of a single saved recipe or row file first, when the engine can give it alone."""
-        assert self.engine is not None
-        if len(changed) != 1:
-            return None
-        [path] = changed
-        try:
-            data = read_regular(path)  # never through a link, never blocked by a FIFO
-        except (OSError, InputError):
-            return None
-        if self._quick_done.get(path) == data:
-            return None  # answered already: this is the full rebuild's turn
-        try:
-            written = self.engine.quick(path, data)
-        except Exception:  # the full rebuild that follows reports whatever went wrong
-            written = None
-        if written is None:
-            return None
-        self._quick_done = {path: data}
-        return RebuildResult(changed=frozenset(written), files=len(written), followup=changed)
+    def prepare(self) -> None:
+        """Open ahead what the next save's page needs (a DuckDB connection takes tens of ms), while
+        nobody waits: after an answer (a full rebuild closes it, since it may fork)."""
+        if self.engine is not None:
+            self.engine.open_connection()
 
     def close(self) -> None:
         if self.engine is not None:

@@ -66,22 +66,14 @@ class _Found:
 
 
 class _Resolver:
-    def __init__(
-        self,
-        site: Site,
-        rows: Mapping[str, list[dict[str, Any]]],
-        overlay: dict[str, _Resolver] | None = None,
-    ) -> None:
+    def __init__(self, site: Site, rows: Mapping[str, list[dict[str, Any]]]) -> None:
         self.site = site
         self.rows = rows
-        self.overlay = overlay or {}
         self._anchors: dict[str, dict[int, str]] = {}
         self._status: dict[int, RowStatus] = {}
         self._node_hw = site.node_hardware()
 
     def anchor(self, recipe: str, row: dict[str, Any]) -> str:
-        if recipe in self.overlay:
-            return self.overlay[recipe].anchor(recipe, row)
         anchors = self._anchors.get(recipe)
         if anchors is None:
             anchors = self._anchors[recipe] = row_anchors(self.site, self.rows.get(recipe, []))
@@ -106,8 +98,6 @@ class _Resolver:
         recipe = side.get("recipe", default)
         if recipe is None:
             raise ValueError("name the recipe: recipe=SLUG (this page has no recipe of its own)")
-        if recipe in self.overlay:
-            return self.overlay[recipe].find(side, recipe)
         if recipe not in self.site.recipes:
             raise ValueError(f"unknown recipe '{recipe}'")
         wanted = [(SELECTORS[key], value) for key, value in side.selectors if key != "recipe"]
@@ -252,17 +242,12 @@ def bind_figures(
     markdown: Markdown,
     *,
     pages: Iterable[tuple[Document, str | None, str | None]] | None = None,
-    overlay: tuple[str, Site, Mapping[str, list[dict[str, Any]]]] | None = None,
 ) -> tuple[dict[DocKey, tuple[BoundFigure, ...]], list[Problem]]:
     """What every ``{{ ... }}`` figure of every body shows, by document (path, digest), and a
     problem for each that no row supports (see the module's docstring).
 
-    ``pages``: only these (document, default recipe, recipe whose page it is), not every page.
-    ``overlay``: one recipe's rows taken from another site (the preview's page of one recipe
-    rendered from that recipe's rows alone, the others' as they were)."""
-    resolver = _Resolver(
-        site, rows, {overlay[0]: _Resolver(overlay[1], overlay[2])} if overlay is not None else None
-    )
+    ``pages``: only these (document, default recipe, recipe whose page it is), not every page."""
+    resolver = _Resolver(site, rows)
     bound: dict[DocKey, tuple[BoundFigure, ...]] = {}
     problems: list[Problem] = []
     for doc, default, own in page_documents(site) if pages is None else pages:

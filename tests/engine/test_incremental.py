@@ -729,3 +729,49 @@ def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
     assert IncrementalBuilder(config, workers=1).build(None).ok
     assert ranked == [hardware]
     assert_as_built(site, out, "new row file")
+
+
+def test_a_build_cancelled_before_it_writes_leaves_everything_and_the_next_build_redoes_it(
+    site: Path, tmp_path: Path
+) -> None:
+    """The preview cancels a rebuild when a newer save arrives (builder.serve.preview_process): its
+    ``commit`` says no just before the first write. The published files and the record stay as they
+    were, and the next build, told only of its own change, rebuilds the cancelled one's too."""
+    out = tmp_path / "serve"
+    engine = IncrementalBuilder(load_config(site, out), atomic=False, keep_context=True)
+    assert engine.build(None).ok
+    published_before, record_before = tree(out), tree(state_dir(site, out.resolve()))
+    editor = Editor(site, random.Random(SEED))
+    touched = editor.edit_front() | editor.add_rows() | editor.edit_template()
+    asked: list[str] = []
+    report = engine.build(touched, commit=lambda: asked.append("asked") is None and False)
+    assert report.cancelled and asked == ["asked"] and not report.written and not report.problems
+    assert tree(out) == published_before
+    assert tree(state_dir(site, out.resolve())) == record_before
+    # Nothing changed since the last build: a no-op is cancelled before it writes too.
+    assert engine.build(set(), commit=lambda: False).cancelled
+    report = engine.build(editor.edit_body())
+    assert report.ok and not report.cancelled
+    problems, expected = pure_build(site, tmp_path / "pure")
+    assert problems is None
+    assert_same_files(published(out), expected, "after a cancelled build")
+
+
+def test_output_stages_of_a_failed_build_are_not_taken_for_published(site: Path, tmp_path: Path) -> None:
+    """New rows and a broken template in one batch: the output stages (downloads, API) run beside the
+    render and make the new rows' files, but the build fails and publishes none of them. Once the
+    template is fixed, the next build must make those files again, not link the stale published ones
+    as if the failed build's were there."""
+    out = tmp_path / "serve"
+    engine = IncrementalBuilder(load_config(site, out), atomic=False, keep_context=True, workers=1)
+    assert engine.build(None).ok
+    template = site / "templates/recipe.html"
+    good = template.read_text(encoding="utf-8")
+    touched = Editor(site, random.Random(SEED)).add_rows()
+    template.write_text(good + "\n{% if %}\n", encoding="utf-8")
+    assert not engine.build(touched | {template}).ok
+    template.write_text(good, encoding="utf-8")
+    assert engine.build({template}).ok
+    problems, expected = pure_build(site, tmp_path / "pure")
+    assert problems is None
+    assert_same_files(published(out), expected, "after a failed build")

@@ -588,7 +588,7 @@ def test_preview_builds_into_its_own_folder_and_reports_changed_pages(themed_sit
         recipe.read_text(encoding="utf-8").replace("Tiny model on a test GPU", "Renamed tiny"),
         encoding="utf-8",
     )
-    # The recipe's own page first (builder.engine.quickpage), then the full rebuild for the rest.
+    # The recipe's own page first (IncrementalBuilder.quick), then the full rebuild for the rest.
     second = builder(frozenset({recipe}))
     assert second.ok and second.changed == {"recipes/tiny/index.html"}
     assert second.followup == {recipe}
@@ -745,3 +745,6 @@ def test_terminal_report_prints_the_check_text(capsys: pytest.CaptureFixture[str
     quick = RebuildResult(changed=frozenset({"recipes/a/index.html"}), followup=frozenset({Path("a")}))
     report(dataclasses.replace(quick, seconds=0.02))
     assert capsys.readouterr().err == "recipes/a/index.html in 20 ms; rebuilding the rest\n"
+    # A rebuild cancelled for newer changes says so once, and no "built" line.
+    report(RebuildResult(followup=frozenset({Path("a")}), note="rebuild stopped for newer changes"))
+    assert capsys.readouterr().err == "note: rebuild stopped for newer changes\n"

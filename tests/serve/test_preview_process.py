@@ -1,13 +1,52 @@
-"""The preview's builds in a spawned process: same answers as in-process, survives the child dying."""
+"""The preview's builds in a spawned process: same answers as in-process, survives the child dying,
+and a rebuild still running when a newer save arrives is cancelled for that save's page."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
-from builder.serve.preview_process import BuildProcess
-from tests.conftest import MakeSite
+from bs4 import BeautifulSoup
+
+from builder.engine.build_state import state_dir
+from builder.serve.preview import PreviewBuilder
+from builder.serve.preview_process import BuildProcess, _gone
+from tests.conftest import MakeSite, tree
+from tests.engine.pure_build import differences, pure_build
+
+PAGE = "recipes/tiny/index.html"
+T = TypeVar("T")
+
+
+class HeldPreview(PreviewBuilder):
+    """The preview's builder, whose rebuilds stop after their first page while ``gate/hold`` exists
+    (each says so with ``gate/held-<pid>``): a rebuild as long as a test wants."""
+
+    def __init__(self, root: Path, out: Path | None = None, *, gate: Path, **options: Any) -> None:
+        super().__init__(root, out, progress=self._hold, **options)
+        self.gate = gate
+
+    def _hold(self, stage: str, done: int, total: int) -> None:
+        if stage == "render" and (self.gate / "hold").exists():
+            (self.gate / f"held-{os.getpid()}").touch()
+            while (self.gate / "hold").exists():
+                time.sleep(0.01)
+
+
+def _when(found: Callable[[], T], timeout: float = 60) -> T:
+    """``found()`` once it is true (an event in another process), failing after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := found()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+    return value
 
 
 def test_builds_answer_from_a_child_process(make_site: MakeSite, tmp_path: Path) -> None:
@@ -43,3 +82,61 @@ def test_a_dead_child_is_replaced_and_the_next_answer_says_so(make_site: MakeSit
         assert process(frozenset()).ok
     finally:
         process.close()
+
+
+def test_a_save_during_a_rebuild_is_answered_without_waiting_for_it(
+    make_site: MakeSite, tmp_path: Path
+) -> None:
+    """A recipe is saved and its page answered; its full rebuild starts and is held in its render. A
+    new row file is saved meanwhile: the rebuild is cancelled at once (still held: never waited for),
+    having written nothing; the row file's page comes next, and the rebuild after it, for both saves,
+    gives build_site's site."""
+    root = make_site()
+    out = tmp_path / "serve"
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    newer = threading.Event()
+    process = BuildProcess(
+        root, out, workers=1, interrupt=newer.is_set, make=functools.partial(HeldPreview, gate=gate)
+    )
+    try:
+        assert process(None).ok
+        recipe = root / "content/recipes/tiny.md"
+        recipe.write_text(recipe.read_text() + "\nA sentence saved first.\n")
+        quick = process(frozenset({recipe}))
+        assert quick.changed == {PAGE} and quick.followup == {recipe}
+        published, record = tree(out), tree(state_dir(root, out.resolve()))
+        assert published and record
+        (gate / "hold").touch()
+        with ThreadPoolExecutor(1) as pool:
+            rebuild = pool.submit(process, quick.followup)
+            [held] = _when(lambda: list(gate.glob("held-*")))
+            rows = root / "data/rows/tiny/2026-01-09-node-a.csv"
+            header = (root / "data/rows/tiny/2026-01-02-node-a.csv").read_text().splitlines()[0]
+            rows.write_text(
+                f"{header}\n2026-01-09,tiny,node-a,1.0.0,512,1,51.5,"
+                "--max-model-len 4096 --kv-cache-dtype fp8,EXAMPLE_ENV=1,synthetic test row\n"
+            )
+            newer.set()  # the server's next batch is ready
+            cancelled = rebuild.result(timeout=60)
+        newer.clear()
+        assert (gate / "hold").exists()  # answered while the rebuild was still held
+        assert cancelled.ok and cancelled.changed == frozenset() and cancelled.followup == {recipe}
+        builder = int(held.name.removeprefix("held-"))
+        _when(lambda: _gone(builder))  # ended, with its render workers
+        assert process.pid not in (None, builder)
+        assert tree(out) == published and tree(state_dir(root, out.resolve())) == record  # nothing written
+        (gate / "hold").unlink()
+
+        answer = process(frozenset({rows}) | cancelled.followup)
+        assert answer.changed == {PAGE} and answer.followup == {rows, recipe}
+        page = BeautifulSoup((out / PAGE).read_bytes(), "html.parser")
+        assert "2026-01-09" in {t.get_text() for t in page.select("table.rows time")}
+        assert "A sentence saved first." in page.get_text()
+        assert process(answer.followup).ok
+        problems, expected = pure_build(root, tmp_path / "pure")
+        assert problems is None and differences(out, expected) == ""
+        answering = process.pid
+    finally:
+        process.close()
+    assert answering is not None and _when(lambda: _gone(answering), timeout=10)

@@ -1,5 +1,6 @@
-"""The preview's quick page: one saved recipe or row file answered with its page first, then the
-full rebuild, which must agree with it byte for byte (else it rewrites the page)."""
+"""The preview's quick page (``IncrementalBuilder.quick``): one saved recipe or row file answered with
+its page first — the kept site updated with the file, the page rendered as a build renders it — then
+the full rebuild, which must agree with it byte for byte (else it rewrites the page)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"
 PAGE = f"recipes/{SLUG}/index.html"
 SYNTHETIC_ROW = (
     "2026-08-03,qwen3.6-35b-a3b-nvidia-nvfp4,spark-01,vllm,0.24.0,2048,1,0,,44.1,,,,,,"
-    "--max-model-len 262144,,test fixture,SYNTHETIC row written by tests/engine/test_quickpage.py\n"
+    "--max-model-len 262144,,test fixture,SYNTHETIC row written by tests/engine/test_quick_pages.py\n"
 )
 
 
@@ -80,6 +81,52 @@ def test_new_row_file_shows_on_its_recipe_page_first(root: Path, tmp_path: Path)
     full = preview(quick.followup)
     assert full.ok and PAGE not in (full.changed or ())
     assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
+
+
+def test_saves_answered_one_after_another_build_on_each_other(root: Path, tmp_path: Path) -> None:
+    """A save answered while the full rebuild for an earlier one has not run (the preview cancels that
+    rebuild for it): the page shows both saves, as the full build of both does."""
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    first = root / "data/rows" / SLUG / "2026-08-03-spark-01.csv"
+    first.write_text(_header(root) + "\n" + SYNTHETIC_ROW)
+    quick = preview(frozenset({first}))
+    assert quick.changed == {PAGE}
+    recipe = root / "content/recipes" / f"{SLUG}.md"
+    recipe.write_text(recipe.read_text() + "\nA paragraph saved after the new run.\n")
+    second = root / "data/rows" / SLUG / "2026-08-04-spark-01.csv"
+    second.write_text(_header(root) + "\n" + SYNTHETIC_ROW.replace("2026-08-03", "2026-08-04"))
+    # Two files differ from what the kept site holds: no page can be answered alone.
+    assert preview(frozenset({recipe, second}) | quick.followup).followup == frozenset()
+    third = root / "data/rows" / SLUG / "2026-08-05-spark-01.csv"
+    third.write_text(_header(root) + "\n" + SYNTHETIC_ROW.replace("2026-08-03", "2026-08-05"))
+    quick = preview(frozenset({third}))
+    assert quick.changed == {PAGE}
+    recipe.write_text(recipe.read_text() + "\nAnd one more.\n")
+    again = preview(frozenset({recipe}) | quick.followup)  # the rebuild for the row file never ran
+    assert again.changed == {PAGE} and again.followup == {recipe, third}
+    page = BeautifulSoup((tmp_path / "serve" / PAGE).read_bytes(), "html.parser")
+    assert {"2026-08-03", "2026-08-04", "2026-08-05"} <= {
+        t.get_text() for t in page.select("table.rows time")
+    }
+    assert "And one more." in page.get_text()
+    full = preview(again.followup)
+    assert full.ok and PAGE not in (full.changed or ())
+    assert (tmp_path / "serve" / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]
+
+
+def test_a_row_file_moved_to_another_recipe_gets_no_quick_page(root: Path, tmp_path: Path) -> None:
+    preview = PreviewBuilder(root, tmp_path / "serve")
+    assert preview(None).ok
+    path = root / "data/rows" / SLUG / "2026-07-27-spark-01.csv"
+    other = "qwen3.6-35b-a3b-nvidia-nvfp4-mtp3"
+    before = (tmp_path / "serve" / PAGE).read_bytes()
+    path.write_text(path.read_text().replace(f",{SLUG},", f",{other},"))
+    # Both recipes' pages change: no page first, the full rebuild (which here finds a case study
+    # quoting a figure the moved rows no longer support).
+    result = preview(frozenset({path}))
+    assert result.followup == frozenset() and not result.ok
+    assert (tmp_path / "serve" / PAGE).read_bytes() == before
 
 
 def test_edited_row_file_replaces_its_old_rows(root: Path, tmp_path: Path) -> None:
@@ -226,7 +273,12 @@ def test_a_change_seen_by_a_failed_build_is_not_forgotten(root: Path, tmp_path: 
     template.write_text(good + "\n{% if %}\n")
     assert not preview(frozenset({recipe, template})).ok
     template.write_text(good)
-    assert preview(frozenset({template})).ok
+    # The recipe's page may come first (the failed build's paths are the engine's to answer for
+    # too); the full rebuild follows.
+    result = preview(frozenset({template}))
+    while result.followup:
+        result = preview(result.followup)
+    assert result.ok
     for page in (PAGE, "index.html"):
         html = (tmp_path / "serve" / page).read_text()
         assert "A title from the failed batch" in html, page
