@@ -140,7 +140,12 @@ class Server:
     def stop(self) -> str:
         self.conn.close()
         self.proc.send_signal(signal.SIGINT)
-        _, err = self.proc.communicate(timeout=60)
+        try:
+            # A server stopped mid-rebuild may finish it first (a big site's takes a minute or more).
+            _, err = self.proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
         return err
 
 
