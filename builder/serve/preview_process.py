@@ -250,6 +250,8 @@ class BuildProcess:
                 problems=(Problem("<builder>", None, "the build process answered nonsense"),)
             )
         self._pid = pid
+        if self._process is not None and pid != self._process.pid:
+            self._process.is_alive()  # a standby took over and ended the child: reaped once ended
         return result
 
     @property
