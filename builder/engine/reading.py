@@ -175,7 +175,11 @@ class ReadingReconciliation:
             encoded = pc.dictionary_encode(self._site.rows.column("recipe")).combine_chunks()
             self._recipe_of = (encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist())
         codes, names = self._recipe_of
-        for code in np.unique(codes[row_ids]).tolist():
+        if isinstance(row_ids, int):  # one row (a page asks row by row): no array work
+            found = [int(codes[row_ids])]
+        else:
+            found = np.unique(codes[row_ids]).tolist()
+        for code in found:
             note(f"front:{names[code]}")
             note(f"rows-of:{names[code]}")
 
