@@ -91,6 +91,18 @@ def _fixtures_stay_clean() -> object:
 
 
 @pytest.fixture
+def shipped_copy(tmp_path: Path) -> Path:
+    """A writable copy of the shipped site (content, data and ``site.yaml`` when there is one)."""
+    root = tmp_path / "site-root"
+    root.mkdir()
+    for name in ("content", "data"):
+        shutil.copytree(REPO / name, root / name)
+    if (REPO / "site.yaml").is_file():
+        shutil.copy(REPO / "site.yaml", root / "site.yaml")
+    return root
+
+
+@pytest.fixture
 def make_site(tmp_path: Path) -> MakeSite:
     """Write a site from ``{relative path: text or bytes}``; ``base`` copies an example site first.
 

@@ -133,6 +133,16 @@ def slugify(text: str) -> str:
     return norm or "section"
 
 
+def numbered_apart(base: str, taken: set[str]) -> str:
+    """``base``, or the first of ``base-2``, ``base-3``… not in ``taken``; the one chosen joins it."""
+    slug, number = base, 1
+    while slug in taken:
+        number += 1
+        slug = f"{base}-{number}"
+    taken.add(slug)
+    return slug
+
+
 @dataclass(frozen=True)
 class FaqItem:
     """One troubleshooting question and its rendered answer."""

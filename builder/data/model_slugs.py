@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from builder.content.markdown import numbered_apart
 from builder.content.models import RESERVED_SLUGS
 
 if TYPE_CHECKING:
@@ -34,11 +35,5 @@ def model_slugs(models: Iterable[str]) -> dict[str, str]:
     # A page's folder never takes the name of a file the build writes beside it (models/index.html).
     taken: set[str] = set(RESERVED_SLUGS)
     for model in sorted(models):
-        slug = base = model_slug(model)
-        n = 1
-        while slug in taken:
-            n += 1
-            slug = f"{base}-{n}"
-        taken.add(slug)
-        out[model] = slug
+        out[model] = numbered_apart(model_slug(model), taken)
     return out

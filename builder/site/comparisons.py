@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from builder.analysis.findings import Finding
 from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.flags import format_value
-from builder.content.markdown import slugify
+from builder.content.markdown import numbered_apart, slugify
 from builder.data.load import Recipe, Site
 from builder.site.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.site.figures import (
@@ -492,12 +492,8 @@ class Comparison:
             if lines:
                 used = {slug for line in lines for slug in line.cells}
                 builds = [b for b in self.builds if b.slug in used]
-                anchor = base = (slugify(key) if key else "serve") if split else ""
-                n = 1
-                while anchor in taken:  # two hardware ids can make one slug
-                    n += 1
-                    anchor = f"{base}-{n}"
-                taken.add(anchor)
+                # Two hardware ids can make one slug: numbered apart.
+                anchor = numbered_apart((slugify(key) if key else "serve") if split else "", taken)
                 tables.append(SharedTable(key or None, split and not key, builds, lines, anchor))
         return tables
 

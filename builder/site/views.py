@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from builder.analysis.findings import load_text
 from builder.analysis.reconcile import MATCHES, NOT_RECORDED, Reconciliation
 from builder.content.flags import FlagSyntaxError, is_hub_id, parse_flags, serve_command
-from builder.content.markdown import slugify
+from builder.content.markdown import numbered_apart, slugify
 from builder.content.models import METRICS, QUANTITIES, ROW_FIELDS, RecipeMeta
 from builder.content.shell import shell_command
 from builder.data.load import CaseStudy, Recipe, Site
@@ -46,13 +46,7 @@ def _file_slugs(
     slugs: dict[str, str] = {}
     taken: set[str] = set()
     for rel in sorted(names):
-        slug = base = slugify(names[rel])
-        number = 1
-        while slug in taken:
-            number += 1
-            slug = f"{base}-{number}"
-        taken.add(slug)
-        slugs[rel] = slug
+        slugs[rel] = numbered_apart(slugify(names[rel]), taken)
     return located, slugs
 
 

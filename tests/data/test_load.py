@@ -4,7 +4,6 @@ the same ids, and the file's problems."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from builder.config import load_config
 from builder.data.load import Site, load_site, replace_recipe, with_row_file
 from builder.errors import Problems
-from tests.conftest import REPO
 
 SLUG = "qwen3.6-35b-a3b-nvidia-nvfp4"
 ROWS = f"data/rows/{SLUG}/2026-07-27-spark-01.csv"
@@ -23,13 +21,8 @@ ROW = (
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    """A copy of the shipped site."""
-    root = tmp_path / "site-root"
-    root.mkdir()
-    for name in ("content", "data"):
-        shutil.copytree(REPO / name, root / name)
-    return root
+def root(shipped_copy: Path) -> Path:
+    return shipped_copy
 
 
 def _load(root: Path) -> tuple[Site, Problems]:

@@ -27,16 +27,9 @@ SYNTHETIC_ROW = (
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(shipped_copy: Path) -> Path:
     """A copy of the shipped site (its finding, annotations file and all)."""
-    root = tmp_path / "site-root"
-    root.mkdir()
-    for name in ("content", "data"):
-        shutil.copytree(REPO / name, root / name)
-    for name in ("site.yaml",):
-        if (REPO / name).is_file():
-            shutil.copy(REPO / name, root / name)
-    return root
+    return shipped_copy
 
 
 def _clean(root: Path, tmp_path: Path) -> dict[str, bytes]:
