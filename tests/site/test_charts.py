@@ -27,6 +27,7 @@ from builder.site.charts import (
     KINDS,
     PER_QUANTITY,
     PROMPT,
+    QUANTITY_LABELS,
     SpecTemplates,
     escape_json,
     page_data,
@@ -116,6 +117,17 @@ def test_template_fill_is_the_altair_spec_with_the_data(kind: str) -> None:
     assert {k: v for k, v in filled.items() if k != "data"} == {
         k: v for k, v in expected.items() if k != "data"
     }
+
+
+def test_every_template_is_a_valid_vega_lite_spec() -> None:
+    """The build does not validate (a template is a function of the code alone); this does, for each
+    kind and each quantity a chart can show, and the spec is what a validating Altair gives."""
+    from builder.site.charts import _define
+
+    for kind in KINDS:
+        for quantity in sorted(QUANTITY_LABELS) if kind in PER_QUANTITY else [""]:
+            checked = _define(kind, quantity).to_dict(validate=True)
+            assert _define(kind, quantity).to_dict(validate=False) == checked, (kind, quantity)
 
 
 @pytest.mark.parametrize("kind", KINDS)
