@@ -25,8 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from builder.commands.report import format_findings, format_github, format_text
     from builder.config import load_config
-    from builder.engine.check import CheckReport, check_site
     from builder.errors import ConfigError
+    from builder.review.check import CheckReport, check_site
 
     try:
         config = load_config(args.root)

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from builder.config import load_config
-    from builder.engine.prdiff import diff_revisions, render_markdown
+    from builder.review.diff import diff_revisions, render_markdown
 
     text = render_markdown(diff_revisions(load_config(args.root), args.base, args.head))
     print(text, end="")

@@ -588,7 +588,7 @@ def load_site(
     if con is not None:
         con.register("rows", rows)
     # The rows are validated against the recipes' file names, not their front matter: the content
-    # can load after them (or beside them, in a loader that forks: engine/check.py).
+    # can load after them (or beside them, in a loader that forks: review/check.py).
     loaded = loader.load_content(root)
     recipes, case_studies, posts = loaded.recipes, loaded.case_studies, loaded.posts
     # In the order a sequential load reports them: content first, then rows.

@@ -27,11 +27,11 @@ from typing import Any
 
 from builder.config import load_config
 from builder.content.models import SLUG_RE
-from builder.engine.prdiff import git as prdiff_git
 from builder.errors import ConfigError, DataError, Problem, Problems
 from builder.importers import FORMATS, STDIN, STDIN_DISPLAY, detect
 from builder.importers.importing import ImportOptions, ImportResult, prepare_import, write_import
 from builder.importers.issue_form import DETECT, FIELDS, ISSUE, LABELS, FieldError, parse_form
+from builder.review.diff import git as prdiff_git
 
 MAX_BODY = 65536
 """The most characters GitHub lets an issue body hold: a larger event was not made by GitHub."""
@@ -234,7 +234,7 @@ def _field_of(problem: Problem, command_lines: int = 0) -> str:
 
 
 def git(args: Sequence[str], cwd: Path) -> str:
-    """:func:`builder.engine.prdiff.git`, its output without the closing line break."""
+    """:func:`builder.review.diff.git`, its output without the closing line break."""
     return prdiff_git(args, cwd).strip()
 
 
@@ -280,8 +280,8 @@ def _prepare(
     result: Contribution, values: dict[str, str | None], tree: Path, prefix: str, branch: str
 ) -> None:
     from builder.data.load import load_site
-    from builder.engine.check import check_site
-    from builder.engine.prdiff import diff_revisions, render_markdown
+    from builder.review.check import check_site
+    from builder.review.diff import diff_revisions, render_markdown
 
     site_root = tree / prefix
     config = load_config(site_root)

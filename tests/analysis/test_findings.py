@@ -14,7 +14,7 @@ import pytest
 from builder.analysis.findings import find_non_reproduction
 from builder.analysis.run_groups import _COMBINATION, Combinations, combinations
 from builder.config import load_config
-from builder.engine.check import check_site
+from builder.review.check import check_site
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import RECIPE_FLAGS, departing_dates, fields_of, findings, history, load, run
 

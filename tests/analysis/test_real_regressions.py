@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from builder.config import load_config
-from builder.engine.check import check_site
+from builder.review.check import check_site
 from tests.conftest import SITES
 
 

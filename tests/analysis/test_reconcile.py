@@ -23,9 +23,9 @@ from builder.analysis.reconcile import (
 )
 from builder.analysis.run_groups import combinations
 from builder.config import load_config
-from builder.engine.check import _recipe_shares, converted_findings
 from builder.engine.pipeline import load_with_annotations
 from builder.errors import Problems
+from builder.review.check import _recipe_shares, converted_findings
 from builder.site.views import headline, rows_by_recipe
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import history, load, run

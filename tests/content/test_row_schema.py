@@ -19,8 +19,8 @@ from builder.config import load_config
 from builder.content import models
 from builder.content.models import ROW_FIELDS, ROW_SCHEMA, RowColumn
 from builder.data.ingest import ARROW_TYPES, ROWS_SCHEMA, empty_typed_table
-from builder.engine import prdiff
 from builder.engine.pipeline import Loaded, load_and_reconcile
+from builder.review import diff as prdiff
 from builder.site import downloads, figure_grid, figures, views
 from tests.conftest import REPO, SITES
 

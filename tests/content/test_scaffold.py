@@ -14,8 +14,8 @@ from builder.config import load_config
 from builder.content.docstrings import field_docs
 from builder.content.models import CaseStudyMeta, PostMeta, RecipeMeta
 from builder.content.scaffold import scaffold
-from builder.engine.check import check_site
 from builder.errors import ConfigError
+from builder.review.check import check_site
 from tests.conftest import MakeSite
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ from builder.content.models import (
     SettingColumn,
     setting_columns,
 )
-from builder.engine import prdiff
+from builder.review import diff as prdiff
 from builder.site import choose, figure_grid, figures, prose
 from tests.conftest import REPO, MakeSite
 from tests.rowsite import history, run, site_files

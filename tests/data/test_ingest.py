@@ -13,8 +13,8 @@ import pytest
 from builder.config import load_config
 from builder.content.models import ROW_SCHEMA
 from builder.data.load import load_site
-from builder.engine.check import check_site
 from builder.errors import Problems
+from builder.review.check import check_site
 from tests.conftest import REPO, SITES, MakeSite
 
 HEADER = "date,recipe,node,engine_version,prompt_tokens,concurrency,decode_tok_s,prefill_tok_s,notes"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import load_config
-from builder.engine.check import check_site
+from builder.review.check import check_site
 from tests.conftest import MakeSite
 from tests.rowsite import history, rows_csv, run
 

@@ -16,11 +16,11 @@ import yaml
 
 from builder.cli import main
 from builder.config import load_config
-from builder.engine.check import check_site
 from builder.importers import FORMATS
 from builder.importers.contribute import Contribution, Issue, publish, read_event
 from builder.importers.issue_form import DETECT, FIELDS, parse_form
 from builder.importers.issue_form import FieldError as FormError
+from builder.review.check import check_site
 from tests.conftest import SITES
 
 REPO = Path(__file__).resolve().parents[2]

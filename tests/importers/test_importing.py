@@ -12,8 +12,8 @@ import pytest
 
 from builder.cli import main
 from builder.config import load_config
-from builder.engine.check import check_site
 from builder.importers.importing import ImportOptions, build_csv, free_rel, prepare_import
+from builder.review.check import check_site
 from tests.conftest import MakeSite
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"

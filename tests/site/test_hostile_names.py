@@ -10,8 +10,8 @@ from bs4 import BeautifulSoup
 
 from builder.config import load_config
 from builder.content.models import RESERVED_SLUGS
-from builder.engine.check import check_site
 from builder.engine.incremental import build
+from builder.review.check import check_site
 from tests.conftest import MakeSite
 
 ROWS = (

@@ -12,9 +12,9 @@ import pytest
 
 from builder.cli import main
 from builder.config import load_config
-from builder.engine.check import check_site
 from builder.engine.incremental import build
 from builder.errors import Problem
+from builder.review.check import check_site
 from tests.conftest import REPO, SITES, MakeSite
 
 

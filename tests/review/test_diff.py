@@ -11,8 +11,8 @@ import pytest
 
 from builder.cli import main
 from builder.config import load_config
-from builder.engine.prdiff import diff_revisions, md, render_markdown
 from builder.errors import ConfigError
+from builder.review.diff import diff_revisions, md, render_markdown
 from tests.conftest import MakeSite
 
 FLAGS = "--max-model-len 4096 --kv-cache-dtype fp8"

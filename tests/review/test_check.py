@@ -1,4 +1,4 @@
-"""``check_site`` (builder.engine.check): the brief findings the text and GitHub formats print are the
+"""``check_site`` (builder.review.check): the brief findings the text and GitHub formats print are the
 full ``as_json`` findings cut down, so those formats print the same either way; a content load
 started ahead (as ``check`` does on big sites) changes nothing printed."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from builder.commands.report import format_findings, format_github
 from builder.config import load_config
-from builder.engine.check import check_site
+from builder.review.check import check_site
 from tests.conftest import MakeSite
 from tests.rowsite import history, run, site_files
 
@@ -47,7 +47,7 @@ def test_brief_findings_are_the_full_ones_cut_down(make_site: MakeSite) -> None:
 
 
 def test_the_summary_counts_in_words_singular_for_one() -> None:
-    from builder.engine.check import CheckReport
+    from builder.review.check import CheckReport
 
     report = CheckReport(
         stats={"rows": 100000, "recipes": 1, "case_studies": 2, "posts": 0}, errors=[], warnings=[]
@@ -74,13 +74,13 @@ def test_content_parsed_in_a_child_gives_the_same_report(
 ) -> None:
     """A big site's content pages are parsed in a forked child while the rows load: the same
     stats, problems (in the same order) and findings as one process."""
-    import builder.engine.check
+    import builder.review.check
 
     extra = {"content/posts/bad.md": "---\ntitle: [unclosed\n---\nBody.\n"} if broken else {}
     root = make_site(site_files(ROWS, **extra))
-    monkeypatch.setattr(builder.engine.check, "FORK_PAGES", 10**9)
+    monkeypatch.setattr(builder.review.check, "FORK_PAGES", 10**9)
     alone = check_site(load_config(root)).as_json()
-    monkeypatch.setattr(builder.engine.check, "FORK_PAGES", 0)
+    monkeypatch.setattr(builder.review.check, "FORK_PAGES", 0)
     assert check_site(load_config(root)).as_json() == alone
     assert alone["errors" if broken else "findings"]
 
