@@ -1,4 +1,4 @@
-"""Dependency digests (the vocabulary of :mod:`builder.site.deps`) and the reuse of earlier outputs."""
+"""Digests of the keys steps read (:mod:`builder.engine.reading`) and the reuse of earlier outputs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from builder.engine.inputs import Inputs
-from builder.site.deps import Batch, Unit
+from builder.reads import recording
+from builder.site.units import Batch, Unit
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
@@ -42,8 +43,8 @@ def global_digest(inputs: Inputs, environment: bytes) -> bytes:
 
 class DepIndex:
     """Digests of what pages and output units read, for one build: the keys of
-    :mod:`builder.engine.reading` (pages) and of :mod:`builder.site.deps` (output units), each worked
-    out from the input files' content hashes when first asked for.
+    :mod:`builder.engine.reading`, each worked out from the input files' content hashes when first
+    asked for.
 
     ``earlier``: the digests the previous build gave (:attr:`digests`), for :meth:`unchanged`.
     """
@@ -172,11 +173,11 @@ KEPT = _Kept()
 
 
 class StageMemo:
-    """Makes the output units a stage declares (:mod:`builder.site.deps`), in order. A unit whose key
-    (its name, the digests of what it reads, its digest and the global digest) the previous build
-    also had gets that build's files back: their paths are kept in the memo under ``("stage", key)``
-    and the files are linked from the previous output while they are there. The others are made,
-    a batch's in one call."""
+    """Makes the output units a stage gives (:mod:`builder.site.units`), in order, each inside a
+    recording of what it reads. A unit's entry in the memo, under ``("stage", global digest, name,
+    unit digest)``, holds the keys it read with their digests and the paths of its files; while every
+    key's digest is the same in this build and the files are in the previous output, the files are
+    linked from there. The others are made, a batch's in one call."""
 
     def __init__(self, memo: Memo, usable: Callable[[str], bool], glob: bytes, deps_index: DepIndex) -> None:
         self.memo = memo
@@ -184,35 +185,39 @@ class StageMemo:
         self.glob = glob
         self.deps_index = deps_index
 
-    def key(self, name: str, reads: tuple[str, ...] | None, digest: bytes) -> bytes | None:
-        """None (made on every build) when the reads are not declared or one is unknown."""
-        if reads is None:
+    def _kept(self, key: tuple[Any, ...]) -> tuple[str, ...] | None:
+        entry = self.memo.get(key)
+        if entry is None:
             return None
-        parts: list[bytes | str] = [self.glob, name, digest]
-        for dep in reads:
-            value = self.deps_index.digest(dep)
-            if value is None:
-                return None
-            parts += [dep, value]
-        return digest_parts(*parts)
+        reads, paths = entry
+        if all(self.deps_index.digest(dep) == digest for dep, digest in reads) and all(
+            self.usable(p) for p in paths
+        ):
+            return tuple(paths)
+        return None
 
     def __call__(self, units: Iterable[Unit | Batch]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
         for unit in units:
             batch = unit.batch() if isinstance(unit, Unit) else unit
-            keys = {name: self.key(name, *how) for name, how in batch.keys.items()}
+            keys = {name: ("stage", self.glob, name, digest) for name, digest in batch.digests.items()}
             made: dict[str, dict[str, bytes]] = {}
             for name, key in keys.items():
-                paths: tuple[str, ...] | None = None if key is None else self.memo.get(("stage", key))
-                if paths is not None and all(self.usable(p) for p in paths):
+                paths = self._kept(key)
+                if paths is not None:
                     made[name] = dict.fromkeys(paths, KEPT)  # not read: linked as they are (see KEPT)
             missing = set(keys) - set(made)
-            if missing:
-                computed = batch.make(missing)
-                made.update({name: computed[name] for name in missing})
+            results = batch.make(missing) if missing else iter(())
+            while True:
+                with recording() as reads:
+                    result = next(results, None)
+                if result is None:
+                    break
+                name, files = result
+                made[name] = files
+                digests = [(dep, self.deps_index.digest(dep)) for dep in sorted(reads)]
+                if all(digest is not None for _, digest in digests):  # else made on every build
+                    self.memo.put(keys[name], (tuple(digests), tuple(sorted(files))))
             for name in sorted(made):
-                key = keys[name]
-                if key is not None:
-                    self.memo.put(("stage", key), tuple(sorted(made[name])))
                 out.update(made[name])
         return out

@@ -17,13 +17,12 @@ How a rebuild stays correct
     computed is kept in one memo under content keys (:mod:`builder.engine.memo`): each file's parse,
     rendered bodies, each recipe's findings, row statuses, the files of output stages; the rows
     table keeps each unchanged row file's validated rows (:mod:`builder.engine.loadcache`). The
-    render context is recomputed. Each page job may declare what it reads (:mod:`builder.site.deps`);
-    its *fingerprint* is a hash of those inputs, of the templates it loaded last time (recorded while
-    it rendered) and of everything global (the builder's code and toolchain, ``site.yaml``,
-    ``data/*.yaml``, static assets, the build date). A page whose fingerprint and published file are
-    unchanged is not rendered: its file is hard-linked into the new output. A job that declares
-    nothing is rendered every time. Producers that read the rendered pages (downloads, search) run
-    on every build that renders. Publishing is atomic (:mod:`builder.engine.output`).
+    render context is recomputed. Each page job and each output unit runs over reading views of the
+    domain values (:mod:`builder.engine.reading`), which record the keys it reads; its record keeps
+    them with their digests, the templates it loaded and everything global (the builder's code and
+    toolchain, ``site.yaml``, ``data/*.yaml``, static assets, the build date). A page or unit whose
+    keys' digests and published files are unchanged is not made again: its files are hard-linked
+    into the new output. Publishing is atomic (:mod:`builder.engine.output`).
 
 Where the record lives
     ``<root>/.cache/builder/incremental/<hash of the output path>/``: ``state.pickle`` (input and
@@ -335,16 +334,18 @@ class IncrementalBuilder:
             changed = set(changed) | self._unsettled
             self._unsettled = set(changed)
         cache = self._cache
-        stages = set(cache.memo.keys("stage")) if cache is not None else set()
+        stages = cache.memo.entries("stage") if cache is not None else {}
         try:
             report = self._run(changed, commit or _always)
         except BaseException:
             # The output stages' entries name files of the published site: those this build made
-            # were not published (it stopped before, or while, publishing), so they are forgotten.
+            # or made again were not published (it stopped before, or while, publishing), so they
+            # are forgotten.
             if self._cache is not None:
-                kept = stages if self._cache is cache else set()
-                for key in set(self._cache.memo.keys("stage")) - kept:
-                    self._cache.memo.drop(key)
+                before = stages if self._cache is cache else {}
+                for key, entry in self._cache.memo.entries("stage").items():
+                    if before.get(key) is not entry:
+                        self._cache.memo.drop(key)
             raise
         self._unsettled = set()
         return report
@@ -484,7 +485,8 @@ class IncrementalBuilder:
         # Pages render from reading views of the context: each records what it reads.
         summary = summarize(site, markdown, search_plan, entries)
         values.update(value_digests(ctx, summary))
-        jobs = page_jobs(reading_context(ctx), reading_summary(summary))
+        reading = reading_context(ctx)
+        jobs = page_jobs(reading, reading_summary(summary))
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
@@ -509,7 +511,7 @@ class IncrementalBuilder:
         from concurrent.futures import ThreadPoolExecutor
 
         paths = sorted({*ctx.assets.files, *(path for path, _ in jobs)})
-        producers = output_stages(site, ctx, search_plan)
+        producers = output_stages(reading.site, reading, search_plan)
 
         def make(stage: Stage) -> dict[str, bytes]:
             return memo(stage(paths))

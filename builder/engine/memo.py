@@ -66,6 +66,13 @@ class Memo:
         self._blobs.pop(key, None)
         self._used.discard(key)
 
+    def entries(self, step: str) -> dict[Key, object]:
+        """Every entry of ``step`` as it is held (pickled or not): an entry :meth:`put` since is
+        another object, one only read is the same."""
+        held: dict[Key, object] = {key: value for key, value in self._values.items() if key[0] == step}
+        held.update((key, blob) for key, blob in self._blobs.items() if key[0] == step)
+        return held
+
     def keys(self, step: str) -> Iterator[Key]:
         """Every key of ``step`` (used or not)."""
         for key in {*self._values, *self._blobs}:

@@ -12,7 +12,7 @@ from builder.analysis.reconcile import Reconciliation, reconcile_rows
 from builder.config import SiteConfig
 from builder.data.load import Site, SiteLoader, load_site
 from builder.errors import BuildAborted, Problems
-from builder.site.deps import Batch, Unit
+from builder.site.units import Batch, Unit
 
 if TYPE_CHECKING:
     from builder.engine.loadcache import LoadCache
@@ -100,7 +100,7 @@ def load_and_reconcile(
 
 Stage = Callable[[Collection[str]], list[Unit | Batch]]
 """A producer of output files: given the path of every page and asset, it declares the units it
-makes (:mod:`builder.site.deps`)."""
+makes (:mod:`builder.site.units`)."""
 
 
 def output_stages(site: Site, ctx: RenderContext, plan: SearchPlan | None = None) -> list[tuple[str, Stage]]:

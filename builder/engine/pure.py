@@ -17,7 +17,7 @@ from builder.config import SiteConfig
 from builder.data.load import load_site
 from builder.engine.pipeline import Stage, Timings, output_stages
 from builder.errors import BuilderError, Problem, Problems
-from builder.site.deps import Unit
+from builder.site.units import Unit
 
 
 class SiteFiles(dict[str, bytes]):
@@ -64,15 +64,14 @@ def build_site(config: SiteConfig, timings: Timings | None = None) -> SiteFiles:
 
 
 def stage_files(stage: Stage, paths: list[str]) -> dict[str, bytes]:
-    """The files of every unit an output stage declares, each batch made in one call."""
+    """The files of every unit an output stage gives, each batch made in one call."""
     files: dict[str, bytes] = {}
     for unit in stage(paths):
         if isinstance(unit, Unit):
             files.update(unit.make())
             continue
-        made = unit.make(set(unit.keys))
-        for name in sorted(unit.keys):
-            files.update(made[name])
+        for _, made in unit.make(set(unit.digests)):
+            files.update(made)
     return files
 
 

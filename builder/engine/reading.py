@@ -38,7 +38,7 @@ builder's code) is in the build's global digest.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
@@ -111,22 +111,34 @@ class ReadingSite(Site):
     file, and whose recipes, case studies and posts are :class:`ReadingMapping` views."""
 
     _raw: Site
-    _rows_key: str = "rows"
-    """What reading the rows reads: every row file, or those of one hardware (:meth:`measured_on`)."""
+    _rows_keys: tuple[str, ...] = ("rows",)
+    """What reading the rows reads: every row file, those of one hardware (:meth:`measured_on`) or
+    those of some recipes (:meth:`recipe_rows`)."""
+
+    def _read_rows(self) -> None:
+        for key in object.__getattribute__(self, "_rows_keys"):
+            note(key)
 
     def __getattribute__(self, name: str) -> Any:
         if name in _ROWS:
-            note(object.__getattribute__(self, "_rows_key"))
+            object.__getattribute__(self, "_read_rows")()
         return super().__getattribute__(name)
 
     def measured_on(self, hardware: str) -> Site:
         # The rows of one hardware read the row files with a row on its nodes, not every row file.
         raw: Site = object.__getattribute__(self, "_raw")
-        return reading_site(raw.measured_on(hardware), rows_key=f"rows-on:{hardware}")
+        return reading_site(raw.measured_on(hardware), rows_keys=(f"rows-on:{hardware}",))
+
+    def recipe_rows(self, recipes: Collection[str]) -> Site:
+        # The rows of some recipes read those recipes' rows, not every row file.
+        raw: Site = object.__getattribute__(self, "_raw")
+        return reading_site(
+            raw.recipe_rows(recipes), rows_keys=tuple(f"rows-of:{s}" for s in sorted(recipes))
+        )
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
-        note(object.__getattribute__(self, "_rows_key"))
+        object.__getattribute__(self, "_read_rows")()
         raw: Site = object.__getattribute__(self, "_raw")
         return raw.con
 
@@ -143,7 +155,7 @@ class ReadingSite(Site):
         return raw.row_sources(row_ids)
 
 
-def reading_site(site: Site, rows_key: str = "rows") -> Site:
+def reading_site(site: Site, rows_keys: tuple[str, ...] = ("rows",)) -> Site:
     """``site`` as a view (:class:`ReadingSite`)."""
     fields = {f.name: getattr(site, f.name) for f in dataclasses.fields(site)}
     fields["recipes"] = ReadingMapping(site.recipes, "front", "recipes")
@@ -152,7 +164,7 @@ def reading_site(site: Site, rows_key: str = "rows") -> Site:
     fields["_con"] = None
     view = ReadingSite(**fields)
     object.__setattr__(view, "_raw", site)
-    object.__setattr__(view, "_rows_key", rows_key)
+    object.__setattr__(view, "_rows_keys", rows_keys)
     return view
 
 

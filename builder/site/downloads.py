@@ -32,17 +32,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builder.analysis.reconcile import Reconciliation, RowStatus
-from builder.content.markdown import Markdown, figures_digest
+from builder.content.markdown import Markdown
 from builder.content.models import ROW_SCHEMA, Row
 from builder.content.shell import shell_command
 from builder.data.load import Site
-from builder.site import deps
+from builder.reads import Once
 from builder.site.arrowjson import json_array_pieces, json_values
 from builder.site.context import PageJob, RenderContext
-from builder.site.deps import Batch, Files, Unit
 from builder.site.export_table import Export, export_table
 from builder.site.export_table import export_rows as export_rows  # the table the downloads are made from
 from builder.site.feeds import NEWS_FEED
+from builder.site.units import Batch, Files, Unit
 from builder.site.views import ROW_COLUMNS, case_studies_by_recipe, recipe_command
 
 API_VERSION = 1
@@ -277,31 +277,26 @@ def recipe_document(
 
 
 def recipe_documents(
-    site: Site,
-    recon: Reconciliation,
-    markdown: Markdown,
-    only: Collection[str] | None = None,
-    export: Export | None = None,
-) -> dict[str, bytes]:
-    """The JSON text of every recipe's document (in ``only``), ``rows`` (with status) last.
+    site: Site, recon: Reconciliation, markdown: Markdown, only: Collection[str] | None = None
+) -> Iterator[tuple[str, bytes]]:
+    """The JSON text of every recipe's document (in ``only``), by slug in slug order, ``rows`` (with
+    status) last.
 
-    ``export`` is every row's export when the caller has it already. The rows are written from
-    Arrow (:mod:`builder.site.arrowjson`) and spliced in: the text is what ``_json`` gives for the whole
-    document, without a Python object per row.
+    Each document reads its own recipe and that recipe's rows (:meth:`Site.recipe_rows`), and nothing
+    of another recipe's rows. The rows are written from Arrow (:mod:`builder.site.arrowjson`) and
+    spliced in: the text is what ``_json`` gives for the whole document, without a Python object
+    per row.
     """
-    slugs = sorted(site.recipes if only is None else only)
-    if export is None:
-        export = export_table(site, recon, None if only is None else slugs)
-    elif only is not None and len(slugs) < len(site.recipes):
-        export = export.of(slugs)
-    cases = case_studies_by_recipe(site)
-    # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key. Each document is joined as soon
-    # as its recipe's rows are written, so no other copy of the rows' text is kept.
-    heads = {slug: _json(recipe_document(site, recon, slug, markdown, cases))[:-2] for slug in slugs}
-    docs: dict[str, bytes] = {}
-    for slug, pieces in _rows_json(export):
-        docs[slug] = b"".join((heads[slug], b',"rows":[', *pieces, b"]}\n"))
-    return {slug: docs[slug] if slug in docs else heads[slug] + b',"rows":[]}\n' for slug in slugs}
+    cases = Once(lambda: case_studies_by_recipe(site))
+    for slug in sorted(site.recipes if only is None else only):
+        # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key.
+        head = _json(recipe_document(site, recon, slug, markdown, cases()))[:-2]
+        pieces = [
+            p
+            for _, recipe_pieces in _rows_json(export_table(site.recipe_rows([slug]), recon, None))
+            for p in recipe_pieces
+        ]
+        yield slug, b"".join((head, b',"rows":[', *pieces, b"]}\n"))
 
 
 def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
@@ -339,23 +334,11 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
     }
 
 
-def _figures_key(markdown: Markdown, doc: Any) -> bytes:
-    figures = markdown.figures_of(doc)
-    return figures_digest(figures).encode() if figures else b""
-
-
 def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> list[Unit | Batch]:
-    """Every download and API file, as units.
-
-    The site-wide files read every row and every recipe's front matter; a recipe's document that
-    recipe (file and rows) and the case studies. When the site-wide files are made (first), the
-    documents are made from their export table; else from an export of the recipes asked for.
-    """
-    made: list[Export] = []
+    """Every download and API file, as units: the site-wide files, and each recipe's document."""
 
     def site_wide() -> Files:
-        made.append(export_table(site, recon, None))
-        table = made[0].table
+        table = export_table(site, recon, None).table
         database = duckdb_file({"rows": table, "recipes": recipes_table(site), "nodes": nodes_table(site)})
         return {
             ROWS_CSV: rows_csv(table),
@@ -364,20 +347,14 @@ def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> lis
             API_INDEX: _json(api_index(site, recon)),
         }
 
-    def documents(names: set[str]) -> dict[str, Files]:
+    def documents(names: set[str]) -> Iterator[tuple[str, Files]]:
         slugs = {name.removeprefix("api:") for name in names}
-        docs = recipe_documents(site, recon, markdown, slugs, made[0] if made else None)
-        return {f"api:{slug}": {recipe_api_path(slug): doc} for slug, doc in docs.items()}
+        for slug, doc in recipe_documents(site, recon, markdown, slugs):
+            yield f"api:{slug}", {recipe_api_path(slug): doc}
 
-    # A document quotes its recipe's troubleshooting answers, whose figures may come from any recipe.
-    keys = {
-        f"api:{slug}": (
-            (deps.recipe(slug), deps.CASE_STUDIES),
-            _figures_key(markdown, site.recipes[slug].doc),
-        )
-        for slug in site.recipes
-    }
-    return [Unit("downloads", (deps.ROWS, deps.RECIPES), b"", site_wide), Batch(keys, documents)]
+    # Which recipes exist is read here, by every build, not by a document.
+    names = dict.fromkeys((f"api:{slug}" for slug in site.recipes), b"")
+    return [Unit("downloads", b"", site_wide), Batch(names, documents)]
 
 
 # Columns the build adds, and row fields whose export differs from the row file's spelling.

@@ -80,8 +80,13 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
     # One chunk: the files' bytes must not depend on how the rows were batched when loaded.
     table = table.combine_chunks()
     kinds, codes = status_codes(recon, row_ids)
+    # Only the statuses and files these rows have: one recipe's export costs what its rows cost.
+    used, codes = np.unique(codes, return_inverse=True)
+    kinds = [kinds[k] for k in used.tolist()]
+    codes = codes.astype(np.int32)
     file_ids = table.column("file_id").to_numpy()
-    files = pa.array([parsed.source.rel for parsed in site.row_files], pa.string())
+    used_files, file_codes = np.unique(file_ids, return_inverse=True)
+    files = pa.array([site.row_files[f].source.rel for f in used_files.tolist()], pa.string())
     lines = _source_lines(site, file_ids, table.column("file_row").to_numpy())
     table = table.drop_columns(["file_id", "file_row"])
     take = pa.array(codes)
@@ -92,7 +97,7 @@ def export_table(site: Site, recon: Reconciliation, recipes: Collection[str] | N
             take,
         ),
         "unrecorded": pc.take(pa.array([", ".join(s.unrecorded) or None for s in kinds], pa.string()), take),
-        "source_file": pc.take(files, pa.array(file_ids)),
+        "source_file": pc.take(files, pa.array(file_codes)),
         "source_line": pa.array(lines),  # int32
     }
     for name, column in extra.items():

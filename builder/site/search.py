@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -27,10 +27,10 @@ from builder.content.markdown import Markdown
 from builder.data.load import Site
 from builder.errors import SearchIndexError
 from builder.site.context import ContentSummary, PageJob, RenderContext
-from builder.site.deps import Batch, Unit
 from builder.site.faq import FaqEntry, faq_entries
 from builder.site.jsonscript import dumps_compact_for_script
 from builder.site.pagefind_service import IndexOptions, index_sets
+from builder.site.units import Batch, Files, Unit
 
 BUNDLE_DIR = "pagefind"
 SEARCH_PAGE = "search/index.html"
@@ -280,20 +280,21 @@ def search_units(plan: SearchPlan) -> list[Unit | Batch]:
     function of its records, so it is keyed by them, not by its stand-in pages: those are only made
     for shards to index (the builder's code, hence how stand-ins are made, is part of every key).
     """
-    keys = {prefix: ((), digest.encode()) for prefix, digest in plan.digests.items()}
-    keys[FALLBACK] = ((), plan.digest.encode())
+    digests = {prefix: digest.encode() for prefix, digest in plan.digests.items()}
+    digests[FALLBACK] = plan.digest.encode()
 
     def index(prefixes: set[str]) -> dict[str, dict[str, bytes]]:
         return _pagefind_many({prefix: stand_ins(plan.shards[prefix]) for prefix in prefixes})
 
-    def make(names: set[str]) -> dict[str, dict[str, bytes]]:
+    def make(names: set[str]) -> Iterator[tuple[str, Files]]:
         # Pagefind runs (in its own processes) while this thread writes the fallback.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="search") as pool:
             bundles = pool.submit(index, names - {FALLBACK})
-            made = {FALLBACK: {plan.fallback: fallback_script(plan.records)}} if FALLBACK in names else {}
-            return made | bundles.result()
+            if FALLBACK in names:
+                yield FALLBACK, {plan.fallback: fallback_script(plan.records)}
+            yield from bundles.result().items()
 
-    return [Batch(keys, make)]
+    return [Batch(digests, make)]
 
 
 def stand_ins(records: list[SearchRecord]) -> dict[str, bytes]:
