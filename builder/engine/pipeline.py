@@ -112,6 +112,7 @@ def output_stages(site: Site, ctx: RenderContext, plan: SearchPlan | None = None
     builds run it too. ``plan``: the search records' plan, when the caller made it.
     """
     # Imported here so that ``check`` (load and reconcile only) does not load the renderers.
+    from builder.site.downloads import document_units
     from builder.site.faq import faq_entries
     from builder.site.search import SearchPlan as Plan
     from builder.site.search import page_records, search_units
@@ -122,7 +123,11 @@ def output_stages(site: Site, ctx: RenderContext, plan: SearchPlan | None = None
             plan or Plan.of(page_records(site, ctx.markdown, faq_entries(site, ctx.markdown)))
         )
 
-    return [("data", lambda files: reader_units(site, ctx.recon, ctx.markdown, files)), ("search", search)]
+    return [
+        ("data", lambda files: reader_units(site, ctx.recon, ctx.markdown, files)),
+        ("api", lambda _: document_units(site, ctx.recon, ctx.markdown)),
+        ("search", search),
+    ]
 
 
 def abort(problems: Problems) -> BuildAborted:

@@ -36,7 +36,6 @@ from builder.content.markdown import Markdown
 from builder.content.models import ROW_SCHEMA, Row
 from builder.content.shell import shell_command
 from builder.data.load import Site
-from builder.reads import Once
 from builder.site.arrowjson import json_array_pieces, json_values
 from builder.site.context import PageJob, RenderContext
 from builder.site.export_table import Export, export_table
@@ -278,25 +277,24 @@ def recipe_document(
 
 def recipe_documents(
     site: Site, recon: Reconciliation, markdown: Markdown, only: Collection[str] | None = None
-) -> Iterator[tuple[str, bytes]]:
-    """The JSON text of every recipe's document (in ``only``), by slug in slug order, ``rows`` (with
-    status) last.
+) -> dict[str, bytes]:
+    """The JSON text of every recipe's document (in ``only``), ``rows`` (with status) last.
 
-    Each document reads its own recipe and that recipe's rows (:meth:`Site.recipe_rows`), and nothing
-    of another recipe's rows. The rows are written from Arrow (:mod:`builder.site.arrowjson`) and
-    spliced in: the text is what ``_json`` gives for the whole document, without a Python object
-    per row.
+    The documents read those recipes and their rows (:meth:`Site.recipe_rows`), nothing of another
+    recipe's rows. The rows are written from Arrow (:mod:`builder.site.arrowjson`), all the
+    documents' at once, and spliced in: the text is what ``_json`` gives for the whole document,
+    without a Python object per row.
     """
-    cases = Once(lambda: case_studies_by_recipe(site))
-    for slug in sorted(site.recipes if only is None else only):
-        # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key.
-        head = _json(recipe_document(site, recon, slug, markdown, cases()))[:-2]
-        pieces = [
-            p
-            for _, recipe_pieces in _rows_json(export_table(site.recipe_rows([slug]), recon, None))
-            for p in recipe_pieces
-        ]
-        yield slug, b"".join((head, b',"rows":[', *pieces, b"]}\n"))
+    slugs = sorted(site.recipes if only is None else only)
+    export = export_table(site.recipe_rows(slugs), recon, None)
+    cases = case_studies_by_recipe(site)
+    # ``{...}\n`` → ``{...,"rows":[...]}\n``: rows is the last key. Each document is joined as soon
+    # as its recipe's rows are written, so no other copy of the rows' text is kept.
+    heads = {slug: _json(recipe_document(site, recon, slug, markdown, cases))[:-2] for slug in slugs}
+    docs: dict[str, bytes] = {}
+    for slug, pieces in _rows_json(export):
+        docs[slug] = b"".join((heads[slug], b',"rows":[', *pieces, b"]}\n"))
+    return {slug: docs[slug] if slug in docs else heads[slug] + b',"rows":[]}\n' for slug in slugs}
 
 
 def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
@@ -335,7 +333,7 @@ def api_index(site: Site, recon: Reconciliation) -> dict[str, Any]:
 
 
 def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> list[Unit | Batch]:
-    """Every download and API file, as units: the site-wide files, and each recipe's document."""
+    """The site-wide downloads and the API index, as one unit."""
 
     def site_wide() -> Files:
         table = export_table(site, recon, None).table
@@ -347,14 +345,37 @@ def download_units(site: Site, recon: Reconciliation, markdown: Markdown) -> lis
             API_INDEX: _json(api_index(site, recon)),
         }
 
-    def documents(names: set[str]) -> Iterator[tuple[str, Files]]:
-        slugs = {name.removeprefix("api:") for name in names}
-        for slug, doc in recipe_documents(site, recon, markdown, slugs):
-            yield f"api:{slug}", {recipe_api_path(slug): doc}
+    return [Unit("downloads", b"", site_wide)]
 
-    # Which recipes exist is read here, by every build, not by a document.
-    names = dict.fromkeys((f"api:{slug}" for slug in site.recipes), b"")
-    return [Unit("downloads", b"", site_wide), Batch(names, documents)]
+
+def document_units(site: Site, recon: Reconciliation, markdown: Markdown) -> list[Unit | Batch]:
+    """Each recipe's API document, as units (made beside the other downloads, on a stage of their own).
+
+    The documents are made in shards: one Arrow pass writes a shard's rows (a pass per document
+    costs more than the documents), and a new row file makes its recipe's shard again, not every
+    document. A recipe's shard is fixed by its slug; the slugs in a shard are its digest.
+    """
+    shards: dict[str, list[str]] = {}
+    for slug in sorted(site.recipes):
+        shards.setdefault(f"api:{document_shard(slug)}", []).append(slug)
+
+    def documents(names: set[str]) -> Iterator[tuple[str, Files]]:
+        for name in sorted(names):
+            docs = recipe_documents(site, recon, markdown, shards[name])
+            yield name, {recipe_api_path(slug): doc for slug, doc in docs.items()}
+
+    digests = {name: "\0".join(slugs).encode() for name, slugs in shards.items()}
+    return [Batch(digests, documents)]
+
+
+DOCUMENT_SHARDS = 64
+"""How many shards the API documents are made in (see :func:`download_units`)."""
+
+
+def document_shard(slug: str) -> int:
+    """The shard a recipe's API document is made in: from its slug alone, so that a recipe added or
+    removed leaves every other recipe's shard as it was."""
+    return int.from_bytes(hashlib.blake2b(slug.encode(), digest_size=2).digest(), "big") % DOCUMENT_SHARDS
 
 
 # Columns the build adds, and row fields whose export differs from the row file's spelling.

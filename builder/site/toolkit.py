@@ -1,4 +1,4 @@
-"""The reader's toolkit beside the pages: feeds, sitemap, robots.txt, downloads and the JSON API.
+"""The reader's toolkit beside the pages: feeds, sitemap, robots.txt, downloads and the API index.
 
 Runs after rendering (the sitemap lists every rendered page) and before the search index and the
 atomic write; gives its files as units (:mod:`builder.site.units`) for the engine to make.
@@ -20,7 +20,7 @@ from builder.site.units import Batch, Files, Unit
 def reader_units(
     site: Site, recon: Reconciliation, markdown: Markdown, rendered: Collection[str]
 ) -> list[Unit | Batch]:
-    """Feeds, robots, sitemap and downloads."""
+    """Feeds, robots, sitemap, the downloads and the API index."""
     base_url = site.config.settings.base_url
 
     def feeds() -> Files:

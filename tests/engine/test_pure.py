@@ -26,7 +26,7 @@ def test_build_no_cache_publishes_build_sites_files_and_keeps_no_record(
     report, timings = done.stdout.splitlines()
     assert report == f"built {len(files)} files from {files.rows} rows into {out}"
     assert re.fullmatch(
-        r"load \S+ reconcile \S+ render \S+ data \S+ search \S+ write \S+ \| total \S+", timings
+        r"load \S+ reconcile \S+ render \S+ data \S+ api \S+ search \S+ write \S+ \| total \S+", timings
     )
     assert published(out) == files
     assert not state_dir(root, out).exists()
