@@ -47,9 +47,11 @@ from builder.content.markdown import figures_digest
 from builder.data.load import Site
 from builder.data.rows import ParsedFile
 from builder.reads import note, noting
+from builder.site.views import RowsByRecipe
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
     from builder.analysis.findings import Finding
     from builder.analysis.reconcile import Reconciliation, RowStatus
@@ -101,6 +103,19 @@ class ReadingMapping(Mapping[str, V]):
     def items(self) -> Any:
         note(self._every)
         return self._data.items()
+
+
+class ReadingRows(ReadingMapping[list[dict[str, Any]]]):
+    """The rows by recipe (:class:`~builder.site.views.RowsByRecipe`) as a view: a recipe's rows, as
+    dicts or as its Arrow table, read ``rows-of:<slug>``."""
+
+    def __init__(self, data: RowsByRecipe) -> None:
+        super().__init__(data, "rows-of", "rows")
+        self._tables = data
+
+    def table(self, slug: str) -> pa.Table:
+        self._one(slug)
+        return self._tables.table(slug)
 
 
 _ROWS = frozenset({"rows", "row_files", "con", "_con"})
@@ -307,7 +322,9 @@ def reading_context(ctx: RenderContext) -> RenderContext:
         site=site,
         recon=cast("Reconciliation", ReadingReconciliation(ctx.recon, ctx.site)),
         markdown=cast("Markdown", ReadingMarkdown(ctx.markdown)),
-        rows=ReadingMapping(ctx.rows, "rows-of", "rows"),
+        rows=ReadingRows(ctx.rows)
+        if isinstance(ctx.rows, RowsByRecipe)
+        else ReadingMapping(ctx.rows, "rows-of", "rows"),
         cases_by_recipe=cast(
             "dict[str, list[Any]]", ReadingMapping(ctx.cases_by_recipe, None, "case-studies")
         ),

@@ -39,7 +39,6 @@ from builder.site.figures import (
     status_rank,
     why_text,
 )
-from builder.site.views import RowsByRecipe
 
 QUANTITIES: tuple[str, ...] = (*METRICS, *SERVE_PROPERTIES)
 """Per-setting metrics first, then the serve properties (one figure per recipe, no setting)."""
@@ -52,10 +51,12 @@ gives the hardware), its figures."""
 
 
 def rows_table(rows: Mapping[str, list[Row]], slugs: Iterable[str]) -> pa.Table:
-    """The rows of ``slugs`` as one Arrow table: sliced, never converted, from ``rows_by_recipe``."""
+    """The rows of ``slugs`` as one Arrow table: sliced, never converted, from ``rows_by_recipe`` (or a
+    view of it with the same ``table`` method); converted from rows given as dicts."""
     names = SCHEMA.names
-    if isinstance(rows, RowsByRecipe):
-        parts = [rows.table(slug).select(names) for slug in slugs]
+    table_of = getattr(rows, "table", None)
+    if table_of is not None:
+        parts = [table_of(slug).select(names) for slug in slugs]
     else:
         parts = [
             pa.Table.from_pylist([{k: r.get(k) for k in names} for r in rows.get(slug, [])], schema=SCHEMA)

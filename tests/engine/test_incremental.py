@@ -407,6 +407,36 @@ def test_a_page_records_what_it_read(site: Path, tmp_path: Path) -> None:
     assert outputs["404.html"].deps == ()
 
 
+def test_the_rows_view_gives_a_recipes_arrow_table_and_notes_the_read(site: Path) -> None:
+    """Pages read the rows by recipe through a view; a figure grid takes a recipe's rows as its Arrow
+    table from it (not one dict per row, which made list pages several times slower) and the read is
+    noted as that recipe's rows."""
+    from builder.engine.pipeline import load_and_reconcile
+    from builder.engine.reading import reading_context
+    from builder.reads import recording
+    from builder.site.figure_grid import SCHEMA, rows_table
+    from builder.site.render import make_context
+    from builder.site.views import RowsByRecipe
+
+    loaded = load_and_reconcile(load_config(site))
+    assert loaded.recon is not None
+    ctx = make_context(loaded.site, loaded.recon)
+    assert isinstance(ctx.rows, RowsByRecipe)
+    slug = sorted(ctx.rows)[0]
+    view = reading_context(ctx).rows
+    converted: list[str] = []
+    real = RowsByRecipe.__getitem__
+    try:
+        RowsByRecipe.__getitem__ = lambda self, key: converted.append(key) or real(self, key)  # type: ignore[method-assign]
+        with recording() as reads:
+            table = rows_table(view, [slug])
+    finally:
+        RowsByRecipe.__getitem__ = real  # type: ignore[method-assign]
+    assert converted == [] and reads == {f"rows-of:{slug}"}
+    assert table.equals(ctx.rows.table(slug).select(SCHEMA.names))
+    loaded.site.close_connection()
+
+
 def test_a_page_that_starts_reading_an_input_follows_it(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
