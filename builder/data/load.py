@@ -176,31 +176,12 @@ class Site:
         """The site with only the rows of ``recipes`` (row ids, files and lines as they are)."""
         import dataclasses
 
-        import numpy as np
         import pyarrow as pa
-
-        order, starts = self._by_recipe
-        spans = [starts[slug] for slug in sorted(recipes) if slug in starts]
-        positions = np.sort(np.concatenate([order[a:b] for a, b in spans])) if spans else order[:0]
-        return dataclasses.replace(self, rows=self.rows.take(pa.array(positions)), _con=None)
-
-    @functools.cached_property
-    def _by_recipe(self) -> tuple[Any, dict[str, tuple[int, int]]]:
-        """Row positions ordered by recipe, and each recipe's span in that order (made once, so that
-        taking one recipe's rows does not scan every row)."""
-        import numpy as np
         import pyarrow.compute as pc
 
-        encoded = pc.dictionary_encode(self.rows.column("recipe")).combine_chunks()
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        order = np.argsort(codes, kind="stable")
-        counts = np.bincount(codes, minlength=len(encoded.dictionary)).tolist()
-        starts: dict[str, tuple[int, int]] = {}
-        at = 0
-        for slug, count in zip(encoded.dictionary.to_pylist(), counts, strict=True):
-            starts[slug] = (at, at + count)
-            at += count
-        return order, starts
+        slugs = pa.array(sorted(recipes), pa.string())
+        rows = self.rows.filter(pc.is_in(self.rows.column("recipe"), value_set=slugs))
+        return dataclasses.replace(self, rows=rows, _con=None)
 
     def row_sources(self, row_ids: list[int]) -> list[tuple[ParsedFile, int]]:
         """The file each row comes from and its row number there, for rows given by ``row_id``."""
