@@ -10,6 +10,12 @@ domain code pay nothing for it.
 
 A value worked out once and read by many steps (:class:`Once`) hands each reader the keys its
 making read, so a step that reads it reads what the value was made from.
+
+A *derived* value (:func:`derived`) is named instead: a step that asks for it reads its name
+(``card:<slug>``, ``disputes:<model>``…), and the engine keeps the value from build to build under
+what making it read. A page that read it is kept while the value is the same, even when something the
+value was made from changed (a new row that moves no recipe card keeps the list pages). Outside the
+engine, :func:`derived` makes the value and the caller reads what making it read.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -45,6 +51,35 @@ def recording() -> Iterator[set[str]]:
         yield reads
     finally:
         _current.reset(token)
+
+
+class Deriver(Protocol):
+    """What the engine puts behind :func:`derived` while it renders (:mod:`builder.engine.derived`)."""
+
+    def __call__(self, name: str, make: Callable[[], Any]) -> Any: ...
+
+
+_deriver: ContextVar[Deriver | None] = ContextVar("builder_deriver", default=None)
+
+
+def derived(name: str, make: Callable[[], T]) -> T:
+    """The value ``make`` gives, read under ``name`` (``<kind>:<argument>``) when the engine keeps
+    derived values (see the module's docstring); ``make`` must depend only on what it reads through
+    the reading views and on ``name``."""
+    deriver = _deriver.get()
+    if deriver is None:
+        return make()
+    return cast("T", deriver(name, make))
+
+
+@contextmanager
+def deriving(deriver: Deriver) -> Iterator[None]:
+    """Send :func:`derived` to ``deriver`` inside the block."""
+    token = _deriver.set(deriver)
+    try:
+        yield
+    finally:
+        _deriver.reset(token)
 
 
 _UNSET: object = object()

@@ -56,6 +56,7 @@ from builder.engine.build_state import (
     state_dir,
 )
 from builder.engine.depindex import DepIndex, StageMemo, digest_parts, global_digest
+from builder.engine.derived import Derived
 from builder.engine.inputs import Inputs, rescan_paths, scan_inputs
 from builder.engine.memo import Memo
 from builder.engine.page_reuse import Fingerprints, sort_jobs
@@ -64,6 +65,7 @@ from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
 from builder.engine.render_pool import Progress, map_in_workers, raise_first, render_jobs, worker_count
 from builder.errors import BuildAborted, BuilderError, Problem, Problems
+from builder.reads import deriving
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
@@ -437,7 +439,7 @@ class IncrementalBuilder:
         loaded.problems.raise_if_any()
         # The renderers are imported once the input is known to be valid (and timed as "prepare").
         from builder.engine.reading import reading_context, reading_summary, value_digests
-        from builder.site.render import import_renderers, make_context, page_jobs
+        from builder.site.render import derived_makers, import_renderers, make_context, page_jobs
 
         assert loaded.recon is not None
         site = loaded.site
@@ -486,11 +488,14 @@ class IncrementalBuilder:
         summary = summarize(site, markdown, search_plan, entries)
         values.update(value_digests(ctx, summary))
         reading = reading_context(ctx)
+        derived = Derived(cache.memo, glob, deps_index, derived_makers(reading))
+        values.update(derived.value_digests())
         jobs = page_jobs(reading, reading_summary(summary))
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
-        sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
+        with deriving(derived):  # a kept page's card is worked out (or taken) by its name
+            sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
         kept, records, pending = sorted_jobs.kept, sorted_jobs.records, sorted_jobs.pending
         workers = self.workers or worker_count(len(pending))
         if self._quick_con is not None and workers > 1:
@@ -519,7 +524,7 @@ class IncrementalBuilder:
         pool = ThreadPoolExecutor(max_workers=len(producers), thread_name_prefix="stage")
         running = [] if forks else [pool.submit(make, stage) for _, stage in producers]
         try:
-            results = render_jobs(ctx, jobs, pending, self.progress, self.workers)
+            results = render_jobs(ctx, jobs, pending, self.progress, self.workers, derived)
             running = running or [pool.submit(make, stage) for _, stage in producers]
             for (kind, quantity), spec in ctx.specs.by_kind.items():
                 if not cache.memo.use(("chart-spec", kind, quantity)):

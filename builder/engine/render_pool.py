@@ -6,14 +6,16 @@ import gc
 import os
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from builder.engine.inputs import digest_bytes
 from builder.errors import BuildAborted, BuilderError
-from builder.reads import recording
+from builder.reads import deriving, recording
 
 if TYPE_CHECKING:
+    from builder.engine.derived import Derived, Entry
     from builder.site.context import RenderContext
 
 T = TypeVar("T")
@@ -65,21 +67,27 @@ def _render_one(
 
 # Handed to forked workers: a fork copies the parent's memory, so the render context (site, rows,
 # templates) reaches them without pickling. Set only while a pool is alive.
-_FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]]] | None = None
+_FORK: tuple[Any, Any, list[tuple[str, Callable[[], bytes]]], Derived | None] | None = None
 
 
-def _worker_chunk(indices: list[int]) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[Any, Any]]:
-    """Render some jobs; also return the markdown this worker rendered or used and the chart spec
-    templates it built, for the parent's caches (the next build's workers inherit them)."""
+def _worker_chunk(
+    indices: list[int],
+) -> tuple[list[_Rendered], dict[str, Any], set[str], dict[Any, Any], dict[str, Entry]]:
+    """Render some jobs; also return the markdown this worker rendered or used, the chart spec
+    templates and the derived values it made, for the parent's caches (the next build's workers
+    inherit them)."""
     assert _FORK is not None
-    ctx, recorder, jobs = _FORK
+    ctx, recorder, jobs, derived = _FORK
     before = set(ctx.markdown.cache)
     specs = set(ctx.specs.by_kind)
     ctx.markdown.used = set()
-    results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
+    made = set(derived.made) if derived is not None else set()
+    with deriving(derived) if derived is not None else nullcontext():
+        results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
     fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
     built = {k: v for k, v in ctx.specs.by_kind.items() if k not in specs}
-    return results, fresh, ctx.markdown.used, built
+    values = {k: v for k, v in derived.made.items() if k not in made} if derived is not None else {}
+    return results, fresh, ctx.markdown.used, built, values
 
 
 _TASK: Callable[[Any], Any] | None = None
@@ -145,25 +153,29 @@ def render_jobs(
     pending: list[int],
     progress: Progress | None,
     workers: int | None,
+    derived: Derived | None = None,
 ) -> list[_Rendered]:
-    """Render ``jobs[i]`` for every ``i`` in ``pending``; in forked workers when it pays."""
+    """Render ``jobs[i]`` for every ``i`` in ``pending``; in forked workers when it pays. With
+    ``derived``, the pages' derived values (:func:`builder.reads.derived`) are taken from and kept in
+    it, whichever process makes them."""
     global _FORK
     recorder = _TemplateRecorder(ctx.env)
     count = workers if workers is not None else worker_count(len(pending))
     total = len(pending)
     if count <= 1 or total < 2:
         out = []
-        for done, index in enumerate(pending, start=1):
-            out.append(_render_one(ctx, recorder, index, jobs[index][1]))
-            if progress is not None:
-                progress("render", done, total)
+        with deriving(derived) if derived is not None else nullcontext():
+            for done, index in enumerate(pending, start=1):
+                out.append(_render_one(ctx, recorder, index, jobs[index][1]))
+                if progress is not None:
+                    progress("render", done, total)
         return out
     import concurrent.futures
     import multiprocessing
 
     chunks = job_chunks(pending, count)
     results: list[_Rendered] = []
-    _FORK = (ctx, recorder, jobs)
+    _FORK = (ctx, recorder, jobs, derived)
     # DuckDB is not fork-safe: a connection alive at fork time (its threads, its locks) deadlocks
     # the children's own. Close it and fork; each process opens its own when it first queries.
     ctx.site.close_connection()
@@ -174,8 +186,10 @@ def render_jobs(
         with concurrent.futures.ProcessPoolExecutor(
             max_workers=count, mp_context=multiprocessing.get_context("fork")
         ) as pool:
-            for chunk_results, fresh, used, built in pool.map(_worker_chunk, chunks):
+            for chunk_results, fresh, used, built, values in pool.map(_worker_chunk, chunks):
                 results.extend(chunk_results)
+                if derived is not None:
+                    derived.adopt(values)
                 ctx.markdown.cache.update(fresh)
                 ctx.markdown.used.update(used)
                 ctx.specs.by_kind.update(built)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import slugify
 from builder.content.models import QUANTITIES, SETTING_KEYS
 from builder.data.load import Recipe, Site
+from builder.reads import derived
 from builder.site.figures import Setting as FigureSetting
 from builder.site.figures import headline_shape
 from builder.site.views import headline
@@ -169,7 +170,11 @@ class Card:
 
 
 class Cards:
-    """:class:`Card` of each recipe, worked out on first use (a list page shows a few dozen)."""
+    """:class:`Card` of each recipe, worked out on first use (a list page shows a few dozen).
+
+    A card and the disputed claims of a base model are derived values (:func:`builder.reads.derived`:
+    ``card:<slug>``, ``disputes:<model>``): a page that shows a card reads the card, not the rows it
+    was worked out from. :meth:`makers` gives the engine the same values by name."""
 
     def __init__(
         self,
@@ -182,23 +187,35 @@ class Cards:
         self._cards: dict[str, Card] = {}
         self._disputed: dict[str, dict[str, FigureSetting]] = {}
 
+    def makers(self) -> dict[str, Callable[[str], Any]]:
+        """Each derived value's maker by kind, from its argument."""
+        return {"card": self._card, "disputes": self._disputes_of}
+
     def _disputes(self, model: str) -> dict[str, FigureSetting]:
         found = self._disputed.get(model)
         if found is None:
-            from builder.site.comparisons import disputed_claims  # only when a list page renders
-
-            slugs = [s for s, r in self._site.recipes.items() if r.meta.model == model]
-            found = self._disputed[model] = disputed_claims(self._site, self._rows, self._recon, slugs)
+            found = self._disputed[model] = derived(f"disputes:{model}", lambda: self._disputes_of(model))
         return found
+
+    def _disputes_of(self, model: str) -> dict[str, FigureSetting]:
+        from builder.site.comparisons import disputed_claims  # only when a list page renders
+
+        slugs = [s for s, r in self._site.recipes.items() if r.meta.model == model]
+        return disputed_claims(self._site, self._rows, self._recon, slugs)
 
     def __call__(self, slug: str) -> Card:
         card = self._cards.get(slug)
         if card is None:
-            card = self._cards[slug] = self._card(slug)
+            found = derived(f"card:{slug}", lambda: self._card(slug))
+            if found is None:
+                raise KeyError(slug)
+            card = self._cards[slug] = found
         return card
 
-    def _card(self, slug: str) -> Card:
-        recipe = self._site.recipes[slug]
+    def _card(self, slug: str) -> Card | None:
+        recipe = self._site.recipes.get(slug)
+        if recipe is None:  # asked by name for a recipe gone since (see makers)
+            return None
         findings = [f for f in self._recon.findings_for(slug) if f.is_open]
         head = headline(recipe, self._rows.get(slug, []), self._recon, self._node_hw)
         if head is None or not head.cells or head.where is None:

@@ -1,7 +1,7 @@
 """Index pages: by hardware (``/hardware/<id>/``), by engine and engine version
 (``/engines/<engine>/``) and by base model (``/models/``, linking to the comparison pages).
 
-Row counts come from two batched queries over the ``rows`` table, never one query per page.
+Row counts come from batched queries over the ``rows`` table: one per page at most.
 """
 
 from __future__ import annotations
@@ -140,29 +140,34 @@ class HardwareEntry:
         return sum(stats.rows for _, _, stats in self.nodes)
 
 
-def hardware_entries(site: Site) -> dict[str, HardwareEntry]:
-    """Every hardware id used by data/hardware.yaml, a recipe or a node, with its recipes and nodes."""
-    ids = (
-        set(site.hardware)
-        | {r.meta.hardware for r in site.recipes.values()}
-        | {n.hardware for n in site.nodes.values()}
-    )
+def hardware_entries(site: Site, hardware: str | None = None) -> dict[str, HardwareEntry]:
+    """Every hardware id used by data/hardware.yaml, a recipe or a node, with its recipes and nodes;
+    with ``hardware``, that one alone, from the rows measured on its nodes only."""
+    ids = hardware_ids(site) if hardware is None else [hardware]
     out = {
         hw: HardwareEntry(
             hw, site.hardware_name(hw), site.hardware[hw].description if hw in site.hardware else ""
         )
-        for hw in sorted(ids)
+        for hw in ids
     }
     for slug in sorted(site.recipes):
-        out[site.recipes[slug].meta.hardware].recipes.append(site.recipes[slug])
+        recipe = site.recipes[slug]
+        if recipe.meta.hardware in out:
+            out[recipe.meta.hardware].recipes.append(recipe)
+    rows = site.rows if hardware is None else site.measured_on(hardware).rows
+    grouped = rows.group_by(["node", "recipe"]).aggregate(
+        [([], "count_all"), ("date", "min"), ("date", "max")]
+    )
     per_node: dict[str, RowStats] = defaultdict(RowStats)
-    for node, recipe, count, first, last in site.con.execute(
-        "SELECT node, recipe, count(*), min(date), max(date) FROM rows GROUP BY ALL ORDER BY ALL"
-    ).fetchall():
+    for node, recipe, count, first, last in zip(
+        *(grouped.column(c).to_pylist() for c in ("node", "recipe", "count_all", "date_min", "date_max")),
+        strict=True,
+    ):
         per_node[node].add(count, recipe, first, last)
     for node_id in sorted(site.nodes):
         node = site.nodes[node_id]
-        out[node.hardware].nodes.append((node_id, node, per_node[node_id]))
+        if node.hardware in out:
+            out[node.hardware].nodes.append((node_id, node, per_node[node_id]))
     return out
 
 
@@ -247,7 +252,8 @@ def index_page_jobs(ctx: RenderContext) -> list[PageJob]:
     ]
 
     def hardware_page(id_: str) -> bytes:
-        return render_hardware(ctx, hw()[id_])
+        # Its own entry: a page reads the rows of its hardware, not every row file.
+        return render_hardware(ctx, hardware_entries(ctx.site, id_)[id_])
 
     def engine_page(slug: str) -> bytes:
         return render_engine(ctx, eng()[slug])

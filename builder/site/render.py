@@ -7,7 +7,7 @@ build. ``render_site`` returns ``{relative path: bytes}``; :mod:`builder.engine.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +106,11 @@ def make_context(
         comparisons=comparison_slugs(site),
         node_hw=site.node_hardware(),
     )
+
+
+def derived_makers(ctx: RenderContext) -> dict[str, Callable[[str], Any]]:
+    """The makers of the derived values pages read (:func:`builder.reads.derived`), by kind."""
+    return home.Cards(ctx.site, ctx.recon, ctx.rows, ctx.node_hw).makers()
 
 
 def render_recipe(ctx: RenderContext, slug: str) -> bytes:

@@ -761,6 +761,39 @@ def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
     assert_as_built(site, out, "new row file")
 
 
+def test_hardware_pages_read_their_own_rows_and_the_cards_they_show(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hardware page reads the rows measured on its nodes and its recipes' cards by name (derived
+    values): a new row file that changes no other card renders the page of its hardware alone, and
+    the cards are worked out again only for the recipe whose rows changed."""
+    from builder.site import home, indexes
+
+    pages: list[str] = []
+    cards: list[str] = []
+    real_page, real_card = indexes.render_hardware, home.Cards._card
+    monkeypatch.setattr(indexes, "render_hardware", lambda ctx, e: pages.append(e.id) or real_page(ctx, e))
+    monkeypatch.setattr(home.Cards, "_card", lambda self, slug: cards.append(slug) or real_card(self, slug))
+    out = tmp_path / "out"
+    config = load_config(site, out)
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    assert len(set(pages)) > 1
+    engine = IncrementalBuilder(config, workers=1)
+    assert engine.build(None).ok and engine._state is not None
+    reads = engine._state.outputs[f"hardware/{pages[0]}/index.html"].deps
+    assert f"rows-on:{pages[0]}" in reads and "rows" not in reads
+    assert any(r.startswith("card:") for r in reads) and not any(r.startswith("rows-of:") for r in reads)
+
+    pages.clear()
+    cards.clear()
+    slug = generate.recipe_slug(0)
+    generate.add_row_file(site, 0, "2026-05-02", rows=6, seed=5)
+    assert IncrementalBuilder(config, workers=1).build(None).ok
+    assert pages == [str(generate._recipe_meta(0)["hardware"])]
+    assert cards == [slug]
+    assert_as_built(site, out, "new row file")
+
+
 def test_a_build_cancelled_before_it_writes_leaves_everything_and_the_next_build_redoes_it(
     site: Path, tmp_path: Path
 ) -> None:
