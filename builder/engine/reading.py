@@ -29,7 +29,10 @@ The keys:
 ``figures:<path>``
     what the ``{{ }}`` figures of the body in that file show (worked out from any recipe's rows);
 ``summary:<part>``
-    a part of the content summary (the FAQ's counts, the search bundle's names).
+    a part of the content summary (the FAQ's counts, the search bundle's names);
+``card:<slug>`` / ``disputes:<model>``
+    a derived value (:func:`builder.reads.derived`, :mod:`builder.engine.derived`), digested to the
+    value's digest.
 
 Everything else a page reads (``site.yaml``, ``data/*.yaml``, static assets, the build's day, the
 builder's code) is in the build's global digest.
