@@ -18,7 +18,7 @@ from builder.analysis.reconcile import Reconciliation
 from builder.content.markdown import slugify
 from builder.content.models import QUANTITIES, SETTING_KEYS
 from builder.data.load import Recipe, Site
-from builder.reads import derived
+from builder.reads import Once, derived
 from builder.site.figures import Setting as FigureSetting
 from builder.site.figures import headline_shape
 from builder.site.views import headline
@@ -184,8 +184,9 @@ class Cards:
         node_hw: Mapping[str, str],
     ) -> None:
         self._site, self._recon, self._rows, self._node_hw = site, recon, rows, node_hw
-        self._cards: dict[str, Card] = {}
-        self._disputed: dict[str, dict[str, FigureSetting]] = {}
+        # Once, not the values: every card that asks reads what the first one's asking read.
+        self._cards: dict[str, Once[Card | None]] = {}
+        self._disputed: dict[str, Once[dict[str, FigureSetting]]] = {}
 
     def makers(self) -> dict[str, Callable[[str], Any]]:
         """Each derived value's maker by kind, from its argument."""
@@ -194,8 +195,10 @@ class Cards:
     def _disputes(self, model: str) -> dict[str, FigureSetting]:
         found = self._disputed.get(model)
         if found is None:
-            found = self._disputed[model] = derived(f"disputes:{model}", lambda: self._disputes_of(model))
-        return found
+            found = self._disputed[model] = Once(
+                lambda: derived(f"disputes:{model}", lambda: self._disputes_of(model))
+            )
+        return found()
 
     def _disputes_of(self, model: str) -> dict[str, FigureSetting]:
         from builder.site.comparisons import disputed_claims  # only when a list page renders
@@ -204,12 +207,12 @@ class Cards:
         return disputed_claims(self._site, self._rows, self._recon, slugs)
 
     def __call__(self, slug: str) -> Card:
-        card = self._cards.get(slug)
+        found = self._cards.get(slug)
+        if found is None:
+            found = self._cards[slug] = Once(lambda: derived(f"card:{slug}", lambda: self._card(slug)))
+        card = found()
         if card is None:
-            found = derived(f"card:{slug}", lambda: self._card(slug))
-            if found is None:
-                raise KeyError(slug)
-            card = self._cards[slug] = found
+            raise KeyError(slug)
         return card
 
     def _card(self, slug: str) -> Card | None:

@@ -34,6 +34,13 @@ SEED = 20260727
 STEPS = 14
 
 
+def engine_site(root: Path) -> Any:
+    from builder.data.load import load_site
+    from builder.errors import Problems
+
+    return load_site(load_config(root), Problems())
+
+
 def assert_same_tree(a: Path, b: Path, step: str) -> None:
     assert_same_files(tree(a), tree(b), step)
 
@@ -792,6 +799,33 @@ def test_hardware_pages_read_their_own_rows_and_the_cards_they_show(
     assert pages == [str(generate._recipe_meta(0)["hardware"])]
     assert cards == [slug]
     assert_as_built(site, out, "new row file")
+
+
+def test_every_card_reads_its_models_disputed_claims_even_when_another_card_asked_first(
+    site: Path, tmp_path: Path
+) -> None:
+    """A page works out many cards, several of one base model: each card's entry must name the
+    model's disputed claims, or a change in them would leave the later cards stale."""
+    first, second = (site / "content" / "recipes" / f"{generate.recipe_slug(i)}.md" for i in (0, 1))
+    model = re.search(r"^model: (.+)$", first.read_text(encoding="utf-8"), re.M)
+    assert model is not None
+    text = second.read_text(encoding="utf-8")
+    second.write_text(
+        re.sub(r"^model: .+$", f"model: {model[1]}", text, count=1, flags=re.M), encoding="utf-8"
+    )
+    engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
+    assert engine.build(None).ok and engine._cache is not None
+    memo = engine._cache.memo
+    models = {s: r.meta.model for s, r in engine_site(site).recipes.items()}
+    cards = {
+        key[2][len("card:") :]: memo.get(key) for key in memo.keys("derived") if key[2].startswith("card:")
+    }
+    assert len(cards) == len(models)
+    by_model: dict[str, int] = {}
+    for slug, (reads, _, _) in cards.items():
+        assert f"disputes:{models[slug]}" in dict(reads), slug
+        by_model[models[slug]] = by_model.get(models[slug], 0) + 1
+    assert max(by_model.values()) > 1  # the case at stake: a model with several cards
 
 
 def test_a_build_cancelled_before_it_writes_leaves_everything_and_the_next_build_redoes_it(
