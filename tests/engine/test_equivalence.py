@@ -607,15 +607,17 @@ def write_runs(root: Path) -> None:
 @pytest.fixture
 def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A SYNTHETIC site with a few of everything: recipes (of one model, compared on one page; all on
-    one hardware, so that findings share settings), a case study, a post, an annotation and ``site.yaml``."""
+    one hardware, so that findings share settings; two of one checkpoint), a case study, a post, an
+    annotation and ``site.yaml``."""
     root = synthetic_site(tmp_path / "root", monkeypatch, recipes=3, rows=0, cases=1, posts=1)
-    for recipe in (root / "content" / "recipes").glob("*.md"):
+    for number, recipe in enumerate(sorted((root / "content" / "recipes").glob("*.md"))):
         text = re.sub(
             r"^hardware: .*$", "hardware: synth-gpu-a", recipe.read_text(encoding="utf-8"), flags=re.M
         )
-        recipe.write_text(
-            re.sub(r"^model: .*$", "model: synth-org/synth-model", text, flags=re.M), encoding="utf-8"
-        )
+        text = re.sub(r"^model: .*$", "model: synth-org/synth-model", text, flags=re.M)
+        if number < 2:  # two builds of one checkpoint: their claims can disagree (cards, comparisons)
+            text = re.sub(r"^checkpoint: .*$", "checkpoint: synth-org/synth-model-fp8", text, flags=re.M)
+        recipe.write_text(text, encoding="utf-8")
     write_runs(root)
     first = sorted(p.stem for p in (root / "content" / "recipes").glob("*.md"))[0]
     annotation = {
