@@ -28,8 +28,9 @@ the ``/choose/`` pages both rank with :func:`rank`.
   (:func:`builder.site.reproduce.runnable_command`: a repository id and a complete serve command).
   Other results say "command not recorded" and are never the answer.
 - **Contested**: a result whose figure has an open finding at its very setting, or whose recipe's
-  single-stream claim disagrees with another recipe's about the same checkpoint
-  (:func:`builder.site.comparisons.disputed_claims`), is marked.
+  single-stream claim disagrees with another recipe's about the same checkpoint, is marked: the
+  claims the model's comparison page and the recipe cards name, from the rows of every hardware
+  (:func:`builder.site.comparisons.model_disputes`), when the claim is this figure's.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from builder.content.models import LOWER_IS_BETTER, METRICS, QUANTITIES, ROW_SCH
 from builder.data.load import Site
 from builder.errors import UsageError
 from builder.site.figures import SHAPE, figure_key, median_row
+from builder.site.figures import Setting as FigureSetting
 from builder.site.formats import fmt_number
 from builder.site.reproduce import runnable_command
 from builder.site.views import rows_by_recipe
@@ -376,14 +378,24 @@ _SERVE = ("engine", "engine_version", "engine_build", "flags", "env")
 """The fields of a figure's row that its serve command reads."""
 
 
-def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> HardwareFigures:
+def hardware_figures(
+    site: Site,
+    recon: Reconciliation,
+    hardware: str,
+    every_rows: Mapping[str, list[dict[str, Any]]] | None = None,
+) -> HardwareFigures:
     """Every recipe's figure, per metric, at every setting it was measured at on ``hardware``: the
     figures of :class:`~builder.site.figure_grid.FigureGrid`, the one figure of a recipe at a setting
-    that every page shows (rows that differ from the recipe give one where nothing better does)."""
+    that every page shows (rows that differ from the recipe give one where nothing better does).
+
+    ``every_rows``: the rows of every recipe by recipe (the render context's; made when not given),
+    for the claims disputed among a base model's recipes, on whatever hardware (as its comparison page
+    and the recipe cards say)."""
     # Imported here: a build that renders no chooser page (an edited body) never loads them.
-    from builder.site.comparisons import disputed_claims
+    from builder.site.comparisons import model_disputes
     from builder.site.figure_grid import FigureGrid, rows_table
 
+    every = site
     site = site.measured_on(hardware)
     mine = site.rows.select(["row_id", "recipe", "file_id", "file_row", *_SERVE, *METRICS])
     local = {row_id: i for i, row_id in enumerate(mine.column("row_id").to_pylist())}
@@ -449,9 +461,14 @@ def hardware_figures(site: Site, recon: Reconciliation, hardware: str) -> Hardwa
         for metric, found_refs in refs.items():
             findings[(recipe, metric)] = tuple(found_refs)
     titles = {slug: site.recipes[slug].meta.title for slug in slugs if slug in site.recipes}
-    claims = disputed_claims(site, rows, recon, slugs)
+    claims: dict[str, FigureSetting] = {}
+    every_rows = every_rows if every_rows is not None else rows_by_recipe(every)
+    for model in sorted({every.recipes[slug].meta.model for slug in slugs if slug in every.recipes}):
+        claims.update(model_disputes(every, every_rows, recon, model))
     disputed = {
-        slug: tuple(getattr(s, d) for d in SHAPE) for slug, s in claims.items() if s.hardware == hardware
+        slug: tuple(getattr(s, d) for d in SHAPE)
+        for slug, s in claims.items()
+        if slug in titles and s.hardware == hardware
     }
     return HardwareFigures(
         hardware, site.hardware_name(hardware), titles, dict(sorted(figures.items())), findings, disputed

@@ -150,7 +150,7 @@ def choose_page_jobs(ctx: RenderContext) -> list[PageJob]:
     """The chooser, and per hardware its page and its JSON index."""
 
     def rank(hardware: str) -> tuple[HardwareFigures, Ranked]:
-        figures = hardware_figures(ctx.site, ctx.recon, hardware)
+        figures = hardware_figures(ctx.site, ctx.recon, hardware, ctx.rows)
         return figures, list(rankings(figures))
 
     # A page and its JSON index share one ranking, and so what making it read.

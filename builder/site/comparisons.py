@@ -24,6 +24,7 @@ from builder.analysis.reconcile import DIFFERS, MATCHES, NOT_RECORDED, Reconcili
 from builder.content.flags import format_value
 from builder.content.markdown import numbered_apart, slugify
 from builder.data.load import Recipe, Site
+from builder.reads import derived
 from builder.site.figure_grid import QUANTITIES, FigureGrid, rows_table
 from builder.site.figures import (
     QUANTITY_LABELS,
@@ -434,6 +435,23 @@ def disputed_claims(
             if same.disagree:
                 out.update((c.build.slug, c.setting) for c in same.claims if c.setting is not None)
     return out
+
+
+def model_disputes(
+    site: Site, rows: Mapping[str, list[Row]], recon: Reconciliation, model: str
+) -> dict[str, Setting]:
+    """:func:`disputed_claims` among every recipe of base model ``model``: the claims its comparison
+    page says "Sources disagree" about. A derived value (``disputes:<model>``,
+    :func:`builder.reads.derived`): the cards and the chooser read it by name."""
+    return derived(f"disputes:{model}", lambda: disputes_of(site, rows, recon, model))
+
+
+def disputes_of(
+    site: Site, rows: Mapping[str, list[Row]], recon: Reconciliation, model: str
+) -> dict[str, Setting]:
+    """What :func:`model_disputes` names, worked out."""
+    slugs = [slug for slug, recipe in site.recipes.items() if recipe.meta.model == model]
+    return disputed_claims(site, rows, recon, slugs)
 
 
 @dataclass(frozen=True)

@@ -192,19 +192,20 @@ class Cards:
         """Each derived value's maker by kind, from its argument."""
         return {"card": self._card, "disputes": self._disputes_of}
 
+    def _disputes_of(self, model: str) -> dict[str, FigureSetting]:
+        from builder.site.comparisons import disputes_of  # only when a value is made (not an edit)
+
+        return disputes_of(self._site, self._rows, self._recon, model)
+
     def _disputes(self, model: str) -> dict[str, FigureSetting]:
         found = self._disputed.get(model)
         if found is None:
+            from builder.site.comparisons import model_disputes  # only when a list page renders
+
             found = self._disputed[model] = Once(
-                lambda: derived(f"disputes:{model}", lambda: self._disputes_of(model))
+                lambda: model_disputes(self._site, self._rows, self._recon, model)
             )
         return found()
-
-    def _disputes_of(self, model: str) -> dict[str, FigureSetting]:
-        from builder.site.comparisons import disputed_claims  # only when a list page renders
-
-        slugs = [s for s, r in self._site.recipes.items() if r.meta.model == model]
-        return disputed_claims(self._site, self._rows, self._recon, slugs)
 
     def __call__(self, slug: str) -> Card:
         found = self._cards.get(slug)

@@ -748,7 +748,9 @@ def test_choose_pages_follow_the_rows_of_their_hardware_not_bodies(
     ranked: list[str] = []
     real = choose_pages.hardware_figures
     monkeypatch.setattr(
-        choose_pages, "hardware_figures", lambda site, recon, hw: ranked.append(hw) or real(site, recon, hw)
+        choose_pages,
+        "hardware_figures",
+        lambda site, recon, hw, rows: ranked.append(hw) or real(site, recon, hw, rows),
     )
     out = tmp_path / "out"
     config = load_config(site, out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -211,6 +212,51 @@ def test_contested_by_an_open_finding_or_disagreeing_sources(synthetic: tuple[Si
     assert not at_8.contested and at_8.findings  # still listed
     twin_text = describe(site, ranking)
     assert "sources about the same checkpoint disagree (see the model's comparison page)" in twin_text
+
+
+def test_disputed_claims_are_the_comparison_pages_on_whatever_hardware(tmp_path: Path) -> None:
+    """SYNTHETIC. The chooser marks a claim as the model's comparison page and the recipe cards do:
+    the claims of all the model's recipes, wherever measured. ``here`` and ``there`` agree (100 and
+    100 tok/s, on two hardware) though ``there``'s older row on test-gpu reads 30; ``lone`` on
+    test-gpu disagrees with ``far``, measured on other-gpu only."""
+    from builder.site.comparisons import disputes_of
+    from builder.site.views import rows_by_recipe
+
+    tiny = _recipe("Here", "example/same").replace("model: example/tiny", "model: example/agree")
+    files = {
+        "data/nodes.yaml": "node-a:\n  hardware: test-gpu\nnode-b:\n  hardware: other-gpu\n",
+        "data/hardware.yaml": "test-gpu:\n  name: Test GPU\nother-gpu:\n  name: Other GPU\n",
+        "content/recipes/here.md": tiny,
+        "content/recipes/there.md": tiny.replace("Here", "There").replace("test-gpu", "other-gpu"),
+        "content/recipes/lone.md": _recipe("Lone", "example/apart"),
+        "content/recipes/far.md": _recipe("Far", "example/apart", "other-gpu"),
+        "data/rows/here/2026-01-03-node-a.csv": _rows("here", "2026-01-03,{r},{n},1.0.0,2048,1,,100,9,--a 1"),
+        "data/rows/there/2026-01-02-node-a.csv": _rows(
+            "there", "2026-01-02,{r},{n},1.0.0,2048,1,,30,9,--a 1"
+        ),
+        "data/rows/there/2026-01-03-node-b.csv": _rows(
+            "there", "2026-01-03,{r},{n},1.0.0,2048,1,,100,9,--a 1", node="node-b"
+        ),
+        "data/rows/lone/2026-01-03-node-a.csv": _rows("lone", "2026-01-03,{r},{n},1.0.0,2048,1,,100,9,--a 1"),
+        "data/rows/far/2026-01-03-node-b.csv": _rows(
+            "far", "2026-01-03,{r},{n},1.0.0,2048,1,,20,9,--a 1", node="node-b"
+        ),
+    }
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    loaded = load_and_reconcile(load_config(tmp_path))
+    assert loaded.recon is not None, list(loaded.problems)
+    site, recon = loaded.site, loaded.recon
+    rows = rows_by_recipe(site)
+    assert disputes_of(site, rows, recon, "example/agree") == {}
+    assert set(disputes_of(site, rows, recon, "example/tiny")) == {"lone", "far"}
+    contested = _marks(choose(site, recon, Query("test-gpu", prompt_tokens=2048)), "contested")
+    assert contested == {"here": False, "lone": True, "there": False}
+    assert _marks(choose(site, recon, Query("other-gpu", prompt_tokens=2048)), "contested") == {
+        "there": False, "far": True,
+    }  # fmt: skip
 
 
 def test_a_free_prompt_is_settled_to_the_most_measured(synthetic: tuple[Site, Reconciliation]) -> None:
