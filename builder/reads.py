@@ -73,8 +73,8 @@ def derived(name: str, make: Callable[[], T]) -> T:
 
 
 @contextmanager
-def deriving(deriver: Deriver) -> Iterator[None]:
-    """Send :func:`derived` to ``deriver`` inside the block."""
+def deriving(deriver: Deriver | None) -> Iterator[None]:
+    """Send :func:`derived` to ``deriver`` inside the block (None: make every value as asked)."""
     token = _deriver.set(deriver)
     try:
         yield

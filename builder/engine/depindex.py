@@ -56,7 +56,7 @@ class DepIndex:
         site: Any,
         earlier: Mapping[str, bytes | None] | None = None,
         findings: Callable[[], str | None] | None = None,
-        values: Mapping[str, Callable[[str], bytes]] | None = None,
+        values: Mapping[str, Callable[[str], bytes | None]] | None = None,
     ) -> None:
         self.inputs = inputs
         self.site = site
@@ -132,7 +132,8 @@ class DepIndex:
         if kind == "file" and arg:
             return digest_parts(dep, self.inputs.digests.get(arg, b"-"))
         if kind in self._values and arg:
-            return digest_parts(dep, self._values[kind](arg))
+            value = self._values[kind](arg)
+            return None if value is None else digest_parts(dep, value)
         if kind == "rows-on" and arg:
             nodes = {name for name, node in self.site.nodes.items() if node.hardware == arg}
             parts = [dep, *sorted(nodes)]

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from builder.reads import note, recording
+from builder.reads import deriving, note, recording
 
 if TYPE_CHECKING:
     from builder.engine.depindex import DepIndex
@@ -51,21 +52,25 @@ class Derived:
         return self._get(name, make)[0]
 
     def digest(self, name: str) -> bytes | None:
-        """The digest of the value named ``name``; None for a kind without a maker."""
+        """The digest of the value named ``name``; None for a kind without a maker, or a maker that
+        fails (a page that read the name then renders again, and meets the error itself)."""
+        found = self._values.get(name)
+        if found is not None:
+            return found[1]
         kind, _, arg = name.partition(":")
         maker = self._makers.get(kind)
-        if maker is None and name not in self._values:
+        if maker is None:
             return None
         try:
-            return self._get(name, lambda: maker(arg) if maker is not None else None)[1]
-        except Exception:  # noqa: BLE001 - the page that asks renders again and meets the error itself
+            return self._get(name, partial(maker, arg))[1]
+        except Exception:  # noqa: BLE001 - see the docstring
             return None
 
-    def value_digests(self) -> dict[str, Callable[[str], bytes]]:
+    def value_digests(self) -> dict[str, Callable[[str], bytes | None]]:
         """For :class:`~builder.engine.depindex.DepIndex`: each kind's digest of a name's argument."""
 
-        def of(kind: str) -> Callable[[str], bytes]:
-            return lambda arg: self.digest(f"{kind}:{arg}") or b"-"
+        def of(kind: str) -> Callable[[str], bytes | None]:
+            return lambda arg: self.digest(f"{kind}:{arg}")
 
         return {kind: of(kind) for kind in self._makers}
 
@@ -87,7 +92,9 @@ class Derived:
         if entry is not None and all(self._deps.digest(dep) == digest for dep, digest in entry[0]):
             found = self._values[name] = (entry[1], entry[2])
             return found
-        with recording() as reads:
+        # Under this store wherever it is asked (a page, a fingerprint, a key's digest): a value it
+        # reads is read by name, as a page would.
+        with deriving(self), recording() as reads:
             value = make()
         digest = value_digest(value)
         self._values[name] = (value, digest)

@@ -65,7 +65,6 @@ from builder.engine.publish_plan import Fresh, apply, plan
 from builder.engine.record import Record
 from builder.engine.render_pool import Progress, map_in_workers, raise_first, render_jobs, worker_count
 from builder.errors import BuildAborted, BuilderError, Problem, Problems
-from builder.reads import deriving
 
 if TYPE_CHECKING:
     from builder.config import SiteConfig
@@ -448,7 +447,7 @@ class IncrementalBuilder:
         if state is None or state.glob != glob:
             changed = None  # the earlier digests are another build's: nothing can be carried over
         recon = loaded.recon
-        values: dict[str, Callable[[str], bytes]] = {}  # filled once the context is made
+        values: dict[str, Callable[[str], bytes | None]] = {}  # filled once the context is made
         earlier_digests = state.dep_digests if state is not None else None
 
         # Every finding, by their digest: none is a value of its own (a first build has no digest yet).
@@ -494,8 +493,7 @@ class IncrementalBuilder:
         lap("prepare")
 
         out_prefix = f"{os.fspath(out)}/"
-        with deriving(derived):  # a kept page's card is worked out (or taken) by its name
-            sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
+        sorted_jobs = sort_jobs(jobs, previous, damaged, prints, out_prefix)
         kept, records, pending = sorted_jobs.kept, sorted_jobs.records, sorted_jobs.pending
         workers = self.workers or worker_count(len(pending))
         if self._quick_con is not None and workers > 1:

@@ -6,7 +6,6 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -81,13 +80,13 @@ def _worker_chunk(
     before = set(ctx.markdown.cache)
     specs = set(ctx.specs.by_kind)
     ctx.markdown.used = set()
-    made = set(derived.made) if derived is not None else set()
-    with deriving(derived) if derived is not None else nullcontext():
+    if derived is not None:
+        derived.made.clear()  # this process's copy: what it held was the parent's
+    with deriving(derived):
         results = [_render_one(ctx, recorder, i, jobs[i][1]) for i in indices]
     fresh = {k: v for k, v in ctx.markdown.cache.items() if k not in before}
     built = {k: v for k, v in ctx.specs.by_kind.items() if k not in specs}
-    values = {k: v for k, v in derived.made.items() if k not in made} if derived is not None else {}
-    return results, fresh, ctx.markdown.used, built, values
+    return results, fresh, ctx.markdown.used, built, dict(derived.made) if derived is not None else {}
 
 
 _TASK: Callable[[Any], Any] | None = None
@@ -164,7 +163,7 @@ def render_jobs(
     total = len(pending)
     if count <= 1 or total < 2:
         out = []
-        with deriving(derived) if derived is not None else nullcontext():
+        with deriving(derived):
             for done, index in enumerate(pending, start=1):
                 out.append(_render_one(ctx, recorder, index, jobs[index][1]))
                 if progress is not None:

@@ -804,10 +804,11 @@ def test_hardware_pages_read_their_own_rows_and_the_cards_they_show(
 
 
 def test_every_card_reads_its_models_disputed_claims_even_when_another_card_asked_first(
-    site: Path, tmp_path: Path
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A page works out many cards, several of one base model: each card's entry must name the
-    model's disputed claims, or a change in them would leave the later cards stale."""
+    model's disputed claims, or a change in them would leave the later cards stale. The pages render
+    in forked workers, which hand their entries to the parent's memo."""
     first, second = (site / "content" / "recipes" / f"{generate.recipe_slug(i)}.md" for i in (0, 1))
     model = re.search(r"^model: (.+)$", first.read_text(encoding="utf-8"), re.M)
     assert model is not None
@@ -815,8 +816,16 @@ def test_every_card_reads_its_models_disputed_claims_even_when_another_card_aske
     second.write_text(
         re.sub(r"^model: .+$", f"model: {model[1]}", text, count=1, flags=re.M), encoding="utf-8"
     )
-    engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
+    from builder.site import home
+
+    in_parent: list[str] = []  # a forked worker's appends stay in the worker
+    real_card = home.Cards._card
+    monkeypatch.setattr(
+        home.Cards, "_card", lambda self, slug: in_parent.append(slug) or real_card(self, slug)
+    )
+    engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=2)
     assert engine.build(None).ok and engine._cache is not None
+    assert in_parent == []  # the workers' cards were adopted, not made again for the fingerprints
     memo = engine._cache.memo
     models = {s: r.meta.model for s, r in engine_site(site).recipes.items()}
     cards = {

@@ -87,7 +87,11 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> tuple[Site, Reconcili
             "away", "2026-01-02,{r},{n},1.0.0,2048,1,,999,1,--a 1", node="node-b"
         ),
     }
-    root.mkdir(parents=True)
+    return _loaded(root, files)
+
+
+def _loaded(root: Path, files: dict[str, str]) -> tuple[Site, Reconciliation]:
+    """The site of ``files`` (path → text, dedented) written under ``root``, loaded and reconciled."""
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -242,13 +246,7 @@ def test_disputed_claims_are_the_comparison_pages_on_whatever_hardware(tmp_path:
             "far", "2026-01-03,{r},{n},1.0.0,2048,1,,20,9,--a 1", node="node-b"
         ),
     }
-    for rel, text in files.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    loaded = load_and_reconcile(load_config(tmp_path))
-    assert loaded.recon is not None, list(loaded.problems)
-    site, recon = loaded.site, loaded.recon
+    site, recon = _loaded(tmp_path, files)
     rows = rows_by_recipe(site)
     assert disputes_of(site, rows, recon, "example/agree") == {}
     assert set(disputes_of(site, rows, recon, "example/tiny")) == {"lone", "far"}
