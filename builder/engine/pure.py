@@ -67,10 +67,8 @@ def stage_files(stage: Stage, paths: list[str]) -> dict[str, bytes]:
     """The files of every unit an output stage gives, each batch made in one call."""
     files: dict[str, bytes] = {}
     for unit in stage(paths):
-        if isinstance(unit, Unit):
-            files.update(unit.make())
-            continue
-        for _, made in unit.make(set(unit.digests)):
+        batch = unit.batch() if isinstance(unit, Unit) else unit
+        for _, made in batch.make(set(batch.digests)):
             files.update(made)
     return files
 
