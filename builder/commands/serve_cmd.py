@@ -83,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
     out = serve_out_dir(config.root)
     pending = PendingChanges()
     # Builds run in a process of their own, which may fork render workers (see preview_process).
-    # A rebuild still running when the next batch of changes is ready is cancelled for it.
-    preview = BuildProcess(config.root, out, workers=args.jobs, interrupt=pending.ready)
+    # A rebuild still running when a newer change arrives is cancelled for it: the cancel and the
+    # change's quiet period overlap.
+    preview = BuildProcess(config.root, out, workers=args.jobs, interrupt=pending.waiting)
     try:
         server = LiveReloadServer.create(
             args.host,

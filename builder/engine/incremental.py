@@ -142,6 +142,8 @@ class IncrementalBuilder:
         """The last build's site with every file a quick page applied since (None: none)."""
         self._applied: dict[str, bytes] = {}
         """Files quick pages applied since the last build: path → digest of the bytes applied."""
+        self._last_quick: str | None = None
+        """The recipe of the last quick page (:meth:`rehearse` renders it again)."""
         self.persist = persist
         self.workers = workers
         self.progress = progress
@@ -224,6 +226,7 @@ class IncrementalBuilder:
             return None
         self._quick_site = updated
         self._applied[rel] = digest_bytes(data)
+        self._last_quick = slug
         if state.outputs[path].digest == digest_bytes(html):
             return []
         update_in_place({path: html}, (), self.config.out, self.config.root)
@@ -280,6 +283,24 @@ class IncrementalBuilder:
             self._quick_con = duckdb.connect()
             self._quick_con.execute("SET threads = 1")
         return self._quick_con
+
+    def rehearse(self) -> None:
+        """Render the last quick page's recipe again and drop it. A process forked to answer the next
+        save (the preview's standby) calls it while it waits: its first render would otherwise copy
+        every memory page it touches, shared with the process it was forked from, while the author
+        waits (about 15 ms at 1,000 recipes); authors mostly save the same recipe again."""
+        import dataclasses
+
+        ctx, slug = self._context, self._last_quick
+        if ctx is None or slug is None:
+            return
+        site = dataclasses.replace(self._quick_site or ctx.site, _con=None)
+        if slug not in site.recipes:
+            return
+        try:
+            _render_recipe_alone(ctx, site, slug, self.open_connection())
+        finally:
+            site.close_connection()
 
     def close_connection(self) -> None:
         """Close the quick pages' DuckDB connection (before a fork: DuckDB is not fork-safe)."""

@@ -153,12 +153,12 @@ class BuildState:
     def run(self, pending: PendingChanges) -> None:
         """The rebuild loop: one rebuild per debounced batch, until ``pending`` is closed.
 
-        A result with a ``followup`` is rebuilt for again without waiting for a new batch (a change
-        that arrived meanwhile joins it), the first one's too when it ran before the loop (the
-        start-up build)."""
+        A result with a ``followup`` is rebuilt for again without waiting for a new batch, the first
+        one's too when it ran before the loop (the start-up build); a change that arrived meanwhile
+        joins it once it is quiet."""
         followup = self.followup
         while True:
-            if followup and not pending.ready():
+            if followup and not pending.waiting():
                 batch: set[Path] | None = set() if not pending.closed else None
             else:
                 batch = pending.wait_batch()

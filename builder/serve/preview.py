@@ -110,7 +110,7 @@ class PreviewBuilder:
         if self.standby is None or changed is None:
             return run(None)
         engine.close_connection()  # no DuckDB connection may cross a fork
-        return self.standby.build(run, changed, self.prepare)
+        return self.standby.build(run, changed, self._stand_by)
 
     def _quick(self, changed: frozenset[Path]) -> RebuildResult | None:
         """The page of the one saved recipe or row file first, when the engine can give it alone."""
@@ -146,6 +146,16 @@ class PreviewBuilder:
         nobody waits: after an answer (a full rebuild closes it, since it may fork)."""
         if self.engine is not None:
             self.engine.open_connection()
+
+    def _stand_by(self) -> None:
+        """Ready the standby (see :class:`Standby`) for the next save: the connection, and the last
+        quick page rendered again while nobody waits (:meth:`IncrementalBuilder.rehearse`)."""
+        self.prepare()
+        if self.engine is not None:
+            try:
+                self.engine.rehearse()
+            except Exception:  # only an optimisation
+                pass
 
     def close(self) -> None:
         if self.engine is not None:

@@ -13,7 +13,7 @@ A save that arrives during a full rebuild is answered with its page at once, not
 - Just before a full rebuild the child forks a *standby*, a copy of itself as it is then (the site
   loaded, every earlier quick page applied, nothing of this rebuild yet), which waits.
 - While the server waits for the rebuild it asks whether newer changes wait (``interrupt``: the
-  watcher's next batch is ready); if so it sends :data:`_CANCEL`.
+  watcher holds a change); if so it sends :data:`_CANCEL`.
 - One token decides who answers: the rebuild takes it just before it writes anything (output or
   record); the standby takes it when :data:`_CANCEL` arrives first. The rebuild that took it kills the
   standby and answers as before. The standby that took it kills the rebuild (its process group: render
@@ -43,7 +43,7 @@ from builder.serve.devserver import RebuildResult, internal_error
 _STOP = "stop"
 _CANCEL = "cancel"
 """Sent while a rebuild runs, when newer changes wait: a rebuild that has written nothing yet stops."""
-_POLL = 0.01
+_POLL = 0.002
 """Seconds between two looks at ``interrupt`` while the server waits for an answer."""
 _TOKEN = b"!"
 
@@ -182,7 +182,7 @@ def _child(
 class BuildProcess:
     """``rebuild(changed_paths)`` answered by a spawned child process (see the module's docstring).
 
-    ``interrupt``: whether newer changes wait (the watcher's batch is ready); a full rebuild running
+    ``interrupt``: whether newer changes wait (the watcher holds one); a full rebuild running
     then is cancelled, its paths returned as the result's ``followup``. ``make``: what the child
     builds with (a :class:`~builder.serve.preview.PreviewBuilder` by default; picklable)."""
 

@@ -168,6 +168,11 @@ class PendingChanges:
         with self._cond:
             return bool(self._paths) and self._remaining() <= 0
 
+    def waiting(self) -> bool:
+        """Whether any change is recorded, quiet yet or not: a rebuild running then is already stale."""
+        with self._cond:
+            return bool(self._paths)
+
     def _remaining(self) -> float:
         now = self.clock()
         overdue = self._first + self.max_delay - now

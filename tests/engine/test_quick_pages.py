@@ -277,3 +277,47 @@ def test_a_change_seen_by_a_failed_build_is_not_forgotten(root: Path, tmp_path: 
         assert "A title from the failed batch" in html, page
     clean = _clean(root, tmp_path)
     assert (tmp_path / "serve" / "index.html").read_bytes() == clean["index.html"]
+
+
+class _StandbyNow:
+    """A standby that readies itself, then lets the rebuild run and commit (no fork)."""
+
+    def build(self, run, changed, prepare):  # type: ignore[no-untyped-def]
+        prepare()
+        return run(lambda: True)
+
+
+def test_a_standby_renders_the_last_quick_page_again_and_writes_nothing(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The standby forked for a rebuild renders the recipe of the last quick page while it waits
+    (``IncrementalBuilder.rehearse``), so that answering the next save of it copies no memory."""
+    from builder.engine import incremental
+
+    rendered: list[str] = []
+    alone = incremental._render_recipe_alone
+
+    def counted(ctx, site, slug, con):  # type: ignore[no-untyped-def]
+        rendered.append(slug)
+        return alone(ctx, site, slug, con)
+
+    monkeypatch.setattr(incremental, "_render_recipe_alone", counted)
+    out = tmp_path / "serve"
+    preview = PreviewBuilder(root, out, standby=_StandbyNow())
+    assert preview(None).ok
+    assert preview.engine is not None
+    preview.engine.rehearse()
+    assert rendered == []  # no quick page yet: nothing to rehearse
+
+    new = root / "data/rows" / SLUG / "2026-08-03-spark-01.csv"
+    new.write_text(_header(root) + "\n" + SYNTHETIC_ROW)
+    quick = preview(frozenset({new}))
+    assert quick.changed == {PAGE} and rendered == [SLUG]
+    full = preview(quick.followup)  # through the standby, readied first
+    assert full.ok and rendered == [SLUG, SLUG]
+
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()}
+    preview.engine.rehearse()
+    assert rendered == [SLUG, SLUG, SLUG]
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in out.rglob("*") if p.is_file()} == before
+    assert (out / PAGE).read_bytes() == _clean(root, tmp_path)[PAGE]

@@ -277,6 +277,33 @@ def test_a_quick_answer_is_followed_at_once_by_the_full_rebuild(tmp_path: Path) 
     assert rebuild.calls == [frozenset({recipe}), frozenset({recipe, other})]
 
 
+def test_a_change_not_yet_quiet_joins_the_followup_rebuild(tmp_path: Path) -> None:
+    """A save that arrived during a quick answer but is not quiet yet (the preview has cancelled the
+    rebuild for it already) is waited for, and rebuilt together with the follow-up, not after it."""
+    recipe, other = tmp_path / "content/recipes/a.md", tmp_path / "content/recipes/b.md"
+    pending = PendingChanges(quiet=0.3)
+    rebuild = ScriptedRebuild(
+        RebuildResult(changed=frozenset({"recipes/a/index.html"}), followup=frozenset({recipe})),
+        RebuildResult(changed=frozenset({"index.html"})),
+    )
+    state = BuildState(rebuild)
+    loop = threading.Thread(target=state.run, args=(pending,))
+    loop.start()
+    try:
+        rebuild.release.clear()
+        pending.add([recipe])
+        assert rebuild.called.wait(10)  # inside the quick answer
+        pending.add([other])
+        assert pending.waiting() and not pending.ready()
+        rebuild.release.set()
+        assert state.wait(1, 10).epoch == 2
+    finally:
+        pending.close()
+        loop.join(10)
+    assert not loop.is_alive()
+    assert rebuild.calls == [frozenset({recipe}), frozenset({recipe, other})]
+
+
 def test_the_start_up_builds_followup_is_rebuilt_for_when_the_loop_starts(tmp_path: Path) -> None:
     """The start-up build runs before the loop (``serve`` builds, then serves); what it asks to be
     rebuilt for next (a warm load for quick pages) is not lost."""

@@ -267,12 +267,14 @@ def test_a_file_being_written_in_place_holds_the_batch_until_closed(root: Path) 
     handler.dispatch(FileModifiedEvent(str(recipe)))  # truncated: still open for writing
     clock.now += 0.5
     assert not pending.ready()
+    assert pending.waiting()  # a rebuild running now is stale already
     handler.dispatch(FileModifiedEvent(str(recipe)))
     handler.dispatch(FileClosedEvent(str(recipe)))
     assert not pending.ready()  # closed, but the quiet window starts again
     clock.now += 0.02
     assert pending.ready()
     assert pending.wait_batch() == {recipe}
+    assert not pending.waiting()
 
 
 def test_a_writer_that_never_closes_waits_only_max_delay(root: Path) -> None:
