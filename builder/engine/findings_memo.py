@@ -12,14 +12,15 @@ findings of the previous build back, detached from that build's rows and bound t
 build restores those of the pages it renders); the others are computed. Annotations are attached
 afterwards, every build, as without the memo. Row statuses are kept too, whole, while no row file,
 front matter or context changes (:func:`statuses_key`). The builder's code is not in the
-keys: the incremental engine drops the whole load cache, this memo with it, when the code changes. A
-recipe whose file did not change since the memo was stored keeps its key unhashed (:func:`recipe_keys`).
+keys: the incremental engine drops the whole load cache, this memo with it, when the code changes.
+Every load works out every key afresh (≈ 25 ms at 1,000 recipes): no key is carried from a build to
+the next.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from builder.analysis.findings import (
@@ -48,43 +49,19 @@ Stored = dict[str, tuple[bytes, bytes, int]]
 """Recipe slug → (key, pickled detached findings, how many)."""
 
 
-def recipe_keys(
-    site: Site,
-    row_entries: Mapping[str, RowEntry],
-    earlier: Mapping[str, bytes] | None = None,
-    changed: Collection[str] | None = None,
-    context: bytes = b"",
-) -> dict[str, bytes]:
-    """Each recipe's key: everything its findings are computed from (see the module docstring).
-
-    ``earlier``: the keys of the build that stored the memo, and ``changed``: the input files
-    changed since (both known, and no file under ``data/`` among them): a recipe whose file did
-    not change keeps its key without hashing (an edit build hashes only what it edited)."""
+def recipe_keys(site: Site, row_entries: Mapping[str, RowEntry], context: bytes = b"") -> dict[str, bytes]:
+    """Each recipe's key: everything its findings are computed from (see the module docstring)."""
     from builder.engine.depindex import digest_parts
 
-    keys: dict[str, bytes] = {}
-    todo: list[str] = []
-    kept = earlier if earlier is not None and changed is not None and data_unchanged(changed) else {}
-    for slug, recipe in site.recipes.items():
-        key = kept.get(slug)
-        if key is not None and recipe.doc.rel not in (changed or ()):
-            keys[slug] = key
-        else:
-            todo.append(slug)
-    if not todo:
-        return keys
-    wanted = set(todo)
     files: dict[str, list[bytes | str]] = {}
-    # Only the row files naming a recipe to hash (17,000 files at 1,000 recipes: sorting them all
-    # was most of an edit's key).
-    for rel in sorted(rel for rel, entry in row_entries.items() if not wanted.isdisjoint(entry.recipes)):
+    for rel in sorted(row_entries):
         entry = row_entries[rel]
         for slug in entry.recipes:
             files.setdefault(slug, []).extend((rel, entry.kind, entry.digest))
-    for slug in todo:
-        front = site.recipes[slug].meta.model_dump_json()
-        keys[slug] = digest_parts(slug, front, context, *files.get(slug, ()))
-    return keys
+    return {
+        slug: digest_parts(slug, recipe.meta.model_dump_json(), context, *files.get(slug, ()))
+        for slug, recipe in site.recipes.items()
+    }
 
 
 def context_digest(config: SiteConfig) -> bytes:
@@ -100,12 +77,6 @@ def context_digest(config: SiteConfig) -> bytes:
         if path.is_file():
             parts += [path.relative_to(root).as_posix(), read_regular(path)]
     return digest_parts("context", *parts)
-
-
-def data_unchanged(changed: Collection[str]) -> bool:
-    """Whether neither ``site.yaml`` nor a file under ``data/`` (rows, nodes, annotations) is among
-    ``changed``: then the keys and statuses an earlier build stored can hold."""
-    return not any(key.startswith("data/") or key == "site.yaml" for key in changed)
 
 
 def statuses_key(row_entries: Mapping[str, RowEntry], keys: Mapping[str, bytes]) -> bytes:
@@ -125,7 +96,7 @@ class FindingsMemo:
     """Findings and row statuses kept in the engine's memo (:mod:`builder.engine.memo`): a recipe's
     findings under ``("findings", its key)``, the statuses under ``("statuses", status_key)``."""
 
-    def __init__(self, memo: Memo, keys: Mapping[str, bytes], status_key: bytes | None = None) -> None:
+    def __init__(self, memo: Memo, keys: Mapping[str, bytes], status_key: bytes) -> None:
         self.memo = memo
         self.keys = keys
         self.status_key = status_key
@@ -137,14 +108,11 @@ class FindingsMemo:
 
     def statuses(self) -> tuple[list[RowStatus], np.ndarray] | None:
         """The last build's row statuses (kinds, kind of each row), when nothing they read changed."""
-        if self.status_key is None:
-            return None
         kept: tuple[list[RowStatus], np.ndarray] | None = self.memo.get(("statuses", self.status_key))
         return kept
 
     def keep_statuses(self, kinds: list[RowStatus], kind_of_row: np.ndarray) -> None:
-        if self.status_key is not None:
-            self.memo.put(("statuses", self.status_key), (kinds, kind_of_row))
+        self.memo.put(("statuses", self.status_key), (kinds, kind_of_row))
 
     def findings(self, site: Site, combos: Combinations | None) -> SiteFindings:
         """Every finding of the site, unannotated: computed now for the recipes whose key changed,

@@ -453,7 +453,6 @@ class IncrementalBuilder:
             cache.scanned = {
                 k: v for k, v in inputs.digests.items() if k.startswith(("data/rows/", "content/"))
             }
-            cache.changed = changed
         loaded = reused or load_and_reconcile(config, cache=cache)
         lap("load")
         loaded.problems.raise_if_any()
@@ -649,9 +648,9 @@ class IncrementalBuilder:
         for key in list(memo.keys("page")):
             if inputs.digests.get(key[1]) == key[2]:
                 memo.use(key)
-        for findings_key in cache.recipe_keys.values():
-            memo.use(("findings", findings_key))
-        memo.use(("statuses", cache.status_key))
+        # The memo holds only what the last build used (Memo.settled): its findings and statuses.
+        for key in [*memo.keys("findings"), *memo.keys("statuses")]:
+            memo.use(key)
         site = dataclasses.replace(old.site, config=config, _con=None)  # its own connection, when queried
         return Loaded(site, Problems(warnings=list(state.warnings)), old.recon)
 

@@ -81,18 +81,11 @@ class LoadCache(SiteLoader):
     front: dict[str, bytes] = field(default_factory=dict)
     """Hash of each content file's front matter as this build loaded it (listing pages depend on
     the front matter, not the body)."""
-    recipe_keys: dict[str, bytes] = field(default_factory=dict)
-    """Each recipe's findings key in the last build (:func:`builder.engine.findings_memo.recipe_keys`)."""
-    status_key: bytes | None = None
-    """The key the last build's row statuses were kept under."""
     scanned: dict[str, bytes] | None = None
     """Content hashes of the row files and content pages (by ``data/rows/…``, ``content/…`` path)
     from the build's own scan of its inputs, when it made one just before loading: the load then
     reads only the files that changed.
     Consumed by the load (reset to None), so it never outlives that scan."""
-    changed: set[str] | None = None
-    """Input files changed since the build that stored this cache, when the engine knows (set just
-    before a load, consumed by it): findings keys of unchanged recipes are kept, not hashed."""
     _scanned: dict[str, bytes] | None = None
     """:attr:`scanned` as the load under way took it."""
     unsettled: Callable[[], None] | None = None

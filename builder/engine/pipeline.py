@@ -78,21 +78,14 @@ def load_and_reconcile(
     from builder.engine.findings_memo import (
         FindingsMemo,
         context_digest,
-        data_unchanged,
         recipe_keys,
         reconcile_memoised,
         statuses_key,
     )
 
     entries = cache.rows.entries
-    changed, cache.changed = cache.changed, None
-    earlier = cache.recipe_keys
-    keys = recipe_keys(site, entries, earlier, changed, context_digest(config))
-    same = changed is not None and data_unchanged(changed) and keys == earlier
-    # No row file and no recipe's key changed: the kept statuses' key is still theirs.
-    status_key = cache.status_key if same and cache.status_key is not None else statuses_key(entries, keys)
-    cache.recipe_keys, cache.status_key = keys, status_key
-    memo = FindingsMemo(cache.memo, keys, status_key)
+    keys = recipe_keys(site, entries, context_digest(config))
+    memo = FindingsMemo(cache.memo, keys, statuses_key(entries, keys))
     recon = timings.measure("reconcile", lambda: reconcile_memoised(site, annotations, problems, memo))
     cache.unsettled = memo.settle  # when the record is saved, if it is
     return Loaded(site, problems, recon)

@@ -19,6 +19,7 @@ from builder.analysis import reconcile
 from builder.config import load_config
 from builder.engine import incremental
 from builder.engine.build_state import read_cache, state_dir, write_cache
+from builder.engine.findings_memo import context_digest, recipe_keys
 from builder.engine.incremental import IncrementalBuilder
 from builder.engine.loadcache import LoadCache
 from builder.engine.pipeline import Loaded, load_and_reconcile
@@ -54,10 +55,19 @@ def clean(root: Path) -> list[tuple[Any, ...]]:
     return summary(load_and_reconcile(load_config(root)))
 
 
-def stored_findings(cache: LoadCache) -> dict[str, tuple[bytes, bytes, int]]:
-    """Each recipe's findings as the engine's memo keeps them: (key, pickled findings, count)."""
+def keys_of(root: Path, cache: LoadCache) -> dict[str, bytes]:
+    """Each recipe's findings key as a load of the site at ``root`` over ``cache``'s row files works it out."""
+    from builder.data.load import load_site
+    from builder.errors import Problems
+
+    config = load_config(root)
+    return recipe_keys(load_site(config, Problems()), cache.rows.entries, context_digest(config))
+
+
+def stored_findings(cache: LoadCache, keys: dict[str, bytes]) -> dict[str, tuple[bytes, bytes, int]]:
+    """Each recipe's findings as the engine's memo keeps them under ``keys``: (key, pickled findings, count)."""
     out = {}
-    for slug, key in cache.recipe_keys.items():
+    for slug, key in keys.items():
         found = cache.memo.get(("findings", key))
         if found is not None:
             out[slug] = (key, *found)
@@ -66,13 +76,14 @@ def stored_findings(cache: LoadCache) -> dict[str, tuple[bytes, bytes, int]]:
 
 def cached(root: Path, cache: LoadCache) -> tuple[list[tuple[Any, ...]], set[str]]:
     """The findings loaded with ``cache``, and the recipes whose findings were computed (not restored)."""
-    before = stored_findings(cache)
+    before = cache.memo.entries("findings")
     result = summary(load_and_reconcile(load_config(root), cache=cache))
     cache.settle()  # as the engine does when it saves its record
+    after = cache.memo.entries("findings")
     computed = {
         slug
-        for slug, entry in stored_findings(cache).items()
-        if before.get(slug, (b"", b""))[1] is not entry[1]
+        for slug, key in keys_of(root, cache).items()
+        if ("findings", key) in after and before.get(("findings", key)) is not after[("findings", key)]
     }
     return result, computed
 
@@ -199,7 +210,7 @@ def test_the_kept_findings_go_when_the_builder_changes(site: Path, monkeypatch: 
     load_path, blobs_path = state_dir(site, out) / "load.pickle", state_dir(site, out) / "blobs.pickle"
     cache, rows_digest, code, _named = read_cache(load_path)
     blobs = read_cache(blobs_path)
-    blobs[("findings", cache.recipe_keys[SLUGS[0]])] = pickle.dumps((pickle.dumps([]), 0))
+    blobs[("findings", keys_of(site, cache)[SLUGS[0]])] = pickle.dumps((pickle.dumps([]), 0))
     write_cache(load_path, (cache, rows_digest, code, write_cache(blobs_path, blobs)))
     post = next((site / "content" / "posts").glob("*.md"))
     expected = clean(site)
@@ -224,37 +235,18 @@ def test_computed_findings_are_stored_when_the_cache_settles(site: Path) -> None
     spent ≈ 0.2 s on it); a load whose record is never saved never pays for it."""
     cache = LoadCache()
     load_and_reconcile(load_config(site), cache=cache)
-    assert stored_findings(cache) == {} and cache.unsettled is not None
+    keys = keys_of(site, cache)
+    assert stored_findings(cache, keys) == {} and cache.unsettled is not None
     cache.settle()
-    assert set(stored_findings(cache)) == set(SLUGS) and cache.unsettled is None
-    stored = stored_findings(cache)
+    assert set(stored_findings(cache, keys)) == set(SLUGS) and cache.unsettled is None
+    stored = stored_findings(cache, keys)
     cache.settle()  # once
-    assert stored_findings(cache) == stored
+    assert stored_findings(cache, keys) == stored
 
 
-def test_keys_of_recipes_whose_file_did_not_change_are_kept_not_hashed(site: Path) -> None:
-    from builder.data.load import load_site
-    from builder.engine.findings_memo import recipe_keys
-    from builder.errors import Problems
-
-    cache = LoadCache()
-    loaded = load_site(load_config(site), Problems(), loader=cache)
-    entries = cache.rows.entries
-    fresh = recipe_keys(loaded, entries)
-    edited = loaded.recipes[SLUGS[1]].doc.rel
-    planted = {slug: f"earlier {slug}".encode() for slug in fresh}  # not what hashing gives
-
-    kept = recipe_keys(loaded, entries, planted, {edited})
-    assert kept == {**planted, SLUGS[1]: fresh[SLUGS[1]]}
-    # A row file or the nodes changed: every key is hashed again.
-    assert recipe_keys(loaded, entries, planted, {edited, "data/nodes.yaml"}) == fresh
-    assert recipe_keys(loaded, entries, planted, None) == fresh
-    assert recipe_keys(loaded, entries, {}, {edited}) == fresh
-
-
-def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
-    from builder.engine.findings_memo import context_digest, recipe_keys
-
+def test_an_engine_edit_keeps_findings_under_the_keys_a_clean_load_gives(site: Path, tmp_path: Path) -> None:
+    """After an edit build (its record saved), the memo holds every recipe's findings under the key a
+    clean load works out, and no other: the edited recipe's old entry is gone."""
     engine = IncrementalBuilder(load_config(site, tmp_path / "out"), workers=1)
     assert engine.build(None).ok
     recipe = site / "content" / "recipes" / f"{SLUGS[2]}.md"
@@ -263,11 +255,7 @@ def test_an_engine_edit_keeps_keys_a_clean_load_gives(site: Path, tmp_path: Path
     assert engine.build({recipe}).ok
     cache = engine._cache
     assert cache is not None
-    loaded = load_and_reconcile(load_config(site))
-    assert loaded.recon is not None
-    assert cache.recipe_keys == recipe_keys(
-        loaded.site, cache.rows.entries, context=context_digest(load_config(site))
-    )
+    assert {key[1] for key in cache.memo.keys("findings")} == set(keys_of(site, cache).values())
 
 
 def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
@@ -307,7 +295,7 @@ def test_kept_findings_are_restored_only_for_the_recipes_asked_for(
     assert recon.finding_counts() == expected.recon.finding_counts()
 
 
-def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(
+def test_a_body_edit_reuses_the_kept_statuses_and_a_flags_edit_does_not(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from builder.engine import findings_memo
@@ -315,8 +303,8 @@ def test_a_body_edit_reuses_the_kept_statuses_key_and_a_flags_edit_does_not(
     engine = IncrementalBuilder(load_config(site, site / "site"), workers=1)
     assert engine.build(None).ok
     hashed: list[int] = []
-    real = findings_memo.statuses_key
-    monkeypatch.setattr(findings_memo, "statuses_key", lambda *a: hashed.append(1) or real(*a))
+    real = findings_memo.row_statuses
+    monkeypatch.setattr(findings_memo, "row_statuses", lambda *a: hashed.append(1) or real(*a))
     recipe = recipe_file(site, 1)
     with recipe.open("a", encoding="utf-8") as handle:
         handle.write("\nA synthetic edit of the body.\n")
