@@ -132,7 +132,7 @@ class WatchFilter:
 class PendingChanges:
     """Changed paths recorded by the watcher thread, consumed in debounced batches by one loop."""
 
-    quiet: float = 0.01
+    quiet: float = 0.005
     """A batch is taken once no new change arrived for this long (seconds): long enough for an
     editor's save or a checkout to write its files, short enough that a save shows at once."""
     max_delay: float = 1.0
