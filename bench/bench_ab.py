@@ -53,8 +53,8 @@ KINDS = BUILD_KINDS + SERVE_KINDS
 
 @dataclass(frozen=True)
 class Limit:
-    """What the guard allows a kind (issue 34: against 63fb2eb as the first variant; the preview's
-    kinds with saves 0.5 s apart, ``--gap 0.5``)."""
+    """What the guard allows a kind (issue 34: against 310e2d2, 63fb2eb with issues 30–33's features,
+    as the first variant; the preview's kinds with saves 0.5 s apart, ``--gap 0.5``)."""
 
     slower_pct: float | None = None
     """The most the median paired difference may be, in % of the first variant's time."""
