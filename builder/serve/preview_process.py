@@ -16,11 +16,9 @@ A save that arrives during a full rebuild is answered with its page at once, not
   watcher holds a change); if so it sends :data:`_CANCEL`.
 - One token decides who answers: the rebuild takes it just before it writes anything (output or
   record); the standby takes it when :data:`_CANCEL` arrives first. The rebuild that took it kills the
-  standby and answers as before. The standby that took it stops the rebuild (its process group: render
+  standby and answers as before. The standby that took it kills the rebuild (its process group: render
   workers too) — which has written nothing, so every served file and the record are as they were — and
-  answers "cancelled, rebuild these again" (``followup``). The stopped rebuild is killed once the next
-  answer is sent (or a rebuild starts first): freeing its memory takes the CPU for tens of
-  milliseconds, which the saved page does not wait for. It is the build process from then on: the
+  answers "cancelled, rebuild these again" (``followup``). It is the build process from then on: the
   server's next call, the new save with the cancelled paths, gets the saved page first
   (:meth:`~builder.engine.incremental.IncrementalBuilder.quick`), and the rebuild after it covers both.
 """
@@ -72,17 +70,6 @@ class Standby:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
-        self.stopped: int | None = None
-        """The process group of a rebuild this process stopped, to answer in its place."""
-
-    def end_stopped(self) -> None:
-        """Kill the rebuild stopped to answer in its place, if any."""
-        if self.stopped is not None:
-            try:
-                os.killpg(self.stopped, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.stopped = None
 
     def build(
         self,
@@ -91,7 +78,6 @@ class Standby:
         prepare: Callable[[], object],
     ) -> RebuildResult:
         """``run(commit)``'s result in this process, or the cancelled result in the standby."""
-        self.end_stopped()  # no stopped rebuild outlives the start of the next
         read, write = os.pipe()
         os.write(write, _TOKEN)
         os.close(write)
@@ -143,10 +129,7 @@ class Standby:
             os._exit(0)
         os.close(token)
         try:
-            # Stopped, not killed: the teardown of a killed rebuild's memory would take CPU from the
-            # page the author waits for. It is ended once that page is answered (end_stopped).
-            os.killpg(builder, signal.SIGSTOP)
-            self.stopped = builder
+            os.killpg(builder, signal.SIGKILL)
         except ProcessLookupError:
             pass
         gc.unfreeze()
@@ -183,22 +166,16 @@ def _child(
                 return
             if message == _CANCEL:
                 continue  # for a rebuild that ended before it arrived
-            # A rebuild stopped for the last answer ("cancelled") is ended once this one is sent.
-            held = standby.stopped if standby is not None else None
             try:
                 result = preview(message)
             except Exception as exc:  # the preview must outlive any builder bug
                 result = internal_error(exc)
             conn.send((os.getpid(), result))
-            if standby is not None and held is not None:
-                standby.end_stopped()
             try:
                 preview.prepare()
             except Exception:  # only an optimisation
                 pass
     finally:
-        if standby is not None:
-            standby.end_stopped()
         preview.close()
 
 

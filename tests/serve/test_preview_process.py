@@ -40,12 +40,6 @@ class HeldPreview(PreviewBuilder):
                 time.sleep(0.01)
 
 
-def _state(pid: int) -> bytes:
-    """The process's state letter (``T``: stopped)."""
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()[0]
-
-
 def _when(found: Callable[[], T], timeout: float = 60) -> T:
     """``found()`` once it is true (an event in another process), failing after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -129,15 +123,13 @@ def test_a_save_during_a_rebuild_is_answered_without_waiting_for_it(
         assert (gate / "hold").exists()  # answered while the rebuild was still held
         assert cancelled.ok and cancelled.changed == frozenset() and cancelled.followup == {recipe}
         builder = int(held.name.removeprefix("held-"))
-        # Stopped, not yet killed: freeing its memory waits until the next page is answered.
-        assert _state(builder) == b"T"
+        _when(lambda: _gone(builder))  # ended, with its render workers
         assert process.pid not in (None, builder)
         assert tree(out) == published and tree(state_dir(root, out.resolve())) == record  # nothing written
         (gate / "hold").unlink()
 
         answer = process(frozenset({rows}) | cancelled.followup)
         assert answer.changed == {PAGE} and answer.followup == {rows, recipe}
-        _when(lambda: _gone(builder))  # ended now, with its render workers
         page = BeautifulSoup((out / PAGE).read_bytes(), "html.parser")
         assert "2026-01-09" in {t.get_text() for t in page.select("table.rows time")}
         assert "A sentence saved first." in page.get_text()
