@@ -149,13 +149,11 @@ class PreviewBuilder:
 
     def _stand_by(self) -> None:
         """Ready the standby (see :class:`Standby`) for the next save: the connection, and the last
-        quick page rendered again while nobody waits (:meth:`IncrementalBuilder.rehearse`)."""
+        quick page rendered again while nobody waits (:meth:`IncrementalBuilder.rehearse`). The
+        standby runs it as an optimisation: whatever it raises is dropped there."""
         self.prepare()
         if self.engine is not None:
-            try:
-                self.engine.rehearse()
-            except Exception:  # only an optimisation
-                pass
+            self.engine.rehearse()
 
     def close(self) -> None:
         if self.engine is not None:

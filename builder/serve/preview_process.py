@@ -118,7 +118,7 @@ class Standby:
         os.setpgid(0, 0)  # a group of its own: the rebuild's group is ended without it
         try:
             prepare()
-        except Exception:  # only an optimisation (a DuckDB connection opened ahead)
+        except Exception:  # only an optimisation (a connection opened, the last page rendered ahead)
             pass
         while not self.conn.poll(0.1):
             if os.getppid() != builder:  # the rebuild died without answering: so do we
