@@ -151,6 +151,8 @@ def _child(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it stops us
     from builder.serve.preview import PreviewBuilder
 
+    spawned = os.getpid()
+
     standby = None
     if _can_fork():
         os.setpgid(0, 0)
@@ -177,6 +179,11 @@ def _child(
                 pass
     finally:
         preview.close()
+        if os.getpid() != spawned:
+            # A standby that took over is a fork of the spawned child: returning would run that
+            # process's way out (multiprocessing's joins of children not its own, exit handlers of
+            # state copied at the fork), which can wait until the server kills it.
+            os._exit(0)
 
 
 class BuildProcess:

@@ -3,6 +3,7 @@ and a rebuild still running when a newer save arrives is cancelled for that save
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import signal
@@ -38,6 +39,14 @@ class HeldPreview(PreviewBuilder):
             (self.gate / f"held-{os.getpid()}").touch()
             while (self.gate / "hold").exists():
                 time.sleep(0.01)
+
+
+class SlowToExit(HeldPreview):
+    """A held preview in a process whose way out waits (an exit handler, as libraries register)."""
+
+    def __init__(self, root: Path, out: Path | None = None, **options: Any) -> None:
+        super().__init__(root, out, **options)
+        atexit.register(time.sleep, 30)
 
 
 def _when(found: Callable[[], T], timeout: float = 60) -> T:
@@ -140,3 +149,39 @@ def test_a_save_during_a_rebuild_is_answered_without_waiting_for_it(
     finally:
         process.close()
     assert answering is not None and _when(lambda: _gone(answering), timeout=10)
+
+
+def test_a_standby_that_took_over_ends_at_once_when_the_server_stops(
+    make_site: MakeSite, tmp_path: Path
+) -> None:
+    """The standby that answered for a cancelled rebuild is a fork of the spawned child: stopping the
+    server ends it without the exit handlers it inherited (they waited until it was killed, 5 s)."""
+    root = make_site()
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    newer = threading.Event()
+    process = BuildProcess(
+        root,
+        tmp_path / "serve",
+        workers=1,
+        interrupt=newer.is_set,
+        make=functools.partial(SlowToExit, gate=gate),
+    )
+    try:
+        assert process(None).ok
+        recipe = root / "content/recipes/tiny.md"
+        recipe.write_text(recipe.read_text() + "\nA sentence from the test.\n")
+        quick = process(frozenset({recipe}))
+        (gate / "hold").touch()
+        with ThreadPoolExecutor(1) as pool:
+            rebuild = pool.submit(process, quick.followup)  # the full rebuild, held
+            _when(lambda: list(gate.glob("held-*")))
+            newer.set()
+            assert rebuild.result(timeout=60).note == "rebuild stopped for newer changes"
+        (gate / "hold").unlink()
+        standby = process.pid
+    finally:
+        started = time.monotonic()
+        process.close()
+    assert time.monotonic() - started < 2
+    assert standby is not None and _gone(standby)
