@@ -69,14 +69,23 @@ def shipped_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), tests that time a real port run one after another
-    on one worker (``serial``), and the browser tests share one worker and so one Chromium."""
+    on one worker (``serial``), the browser tests share one worker and so one Chromium, and the
+    tests of a module that share a module-scoped fixture (a built site, mostly) share a worker, so
+    that it is built once."""
     for item in items:
         if "tests/browser/" in item.nodeid:
             item.add_marker(pytest.mark.xdist_group("browser"))
         elif item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.xdist_group("serial"))
+        elif isinstance(item, pytest.Function) and any(
+            definition.scope == "module"
+            for definitions in item._fixtureinfo.name2fixturedefs.values()
+            for definition in definitions
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(autouse=True, scope="session")
