@@ -62,6 +62,8 @@ def _side_view(finding: Finding, side: Side) -> dict[str, Any]:
 
 FULL_PER_GROUP = 1
 """Findings of one group shown in full; the group's settings and metrics as a table inside it."""
+GROUPS_IN_FULL = 3
+"""Finding groups a recipe page shows in full (open groups first); its other groups are one line each."""
 RECIPES_PER_PAGE = 50
 """Recipes per page of ``/findings/`` (pages ``/findings/page/<n>/`` after the first)."""
 FEED_ENTRIES = 50
@@ -84,28 +86,50 @@ def finding_groups(findings: list[Finding], site: Site, full: int = FULL_PER_GRO
     """A recipe's findings by their ``group`` (open groups first): one regression seen at every
     setting and metric it covered reads as one finding, not dozens of banners. Each group: its first
     ``full`` findings as views, and every member as a row of its table of settings."""
+    return [
+        {
+            "id": members[0].group,
+            "is_open": members[0].is_open,
+            "full": [finding_view(f, site) for f in members[:full]],
+            "settings": [finding_row(f, site) for f in members] if len(members) > 1 else [],
+        }
+        for members in _by_group(findings)
+    ]
+
+
+def _by_group(findings: list[Finding]) -> list[list[Finding]]:
+    """The findings by their ``group``, open groups first, each group in the findings' order."""
     groups: dict[tuple[bool, str], list[Finding]] = {}
     for finding in findings:
         groups.setdefault((not finding.is_open, finding.group), []).append(finding)
-    out = []
-    for (annotated, group), members in sorted(groups.items(), key=lambda kv: kv[0][0]):
-        out.append(
-            {
-                "id": group,
-                "is_open": not annotated,
-                "full": [finding_view(f, site) for f in members[:full]],
-                "settings": [finding_row(f, site) for f in members] if len(members) > 1 else [],
-            }
-        )
-    return out
+    return [members for _, members in sorted(groups.items(), key=lambda kv: kv[0][0])]
 
 
-def recipe_findings(ctx: RenderContext, slug: str) -> tuple[list[dict[str, Any]], list[int]]:
-    """A recipe's findings in groups (see :func:`finding_groups`) and the row ids of every run
-    involved, for its page."""
+def finding_line(members: list[Finding]) -> dict[str, Any]:
+    """A group of findings as one line of a table: its first finding's sentence, metric and setting,
+    what differs, and the anchors of the group's other findings (links to them keep working)."""
+    first = members[0]
+    return {
+        **_labels(first),
+        "summary": first.summary(),
+        "is_open": first.is_open,
+        "explained_by": [d.field for d in first.explanation.explained_by],
+        "more": [_labels(f)["anchor"] for f in members[1:]],
+    }
+
+
+def recipe_findings(ctx: RenderContext, slug: str) -> tuple[dict[str, Any], list[int]]:
+    """A recipe's findings for its page, and the row ids of every run involved: the first
+    :data:`GROUPS_IN_FULL` groups (see :func:`finding_groups`) in full, the others as lines."""
     findings = ctx.recon.findings_for(slug)
     marked = sorted({row_id for f in findings for row_id in f.row_ids})
-    return finding_groups(findings, ctx.site), marked
+    grouped = _by_group(findings)
+    full = [f for members in grouped[:GROUPS_IN_FULL] for f in members]
+    return {
+        "groups": finding_groups(full, ctx.site),
+        "lines": [finding_line(members) for members in grouped[GROUPS_IN_FULL:]],
+        "count": len(findings),
+    }, marked
 
 
 def _latest_row_date(site: Site) -> dt.date | None:

@@ -259,6 +259,33 @@ def test_two_regressions_of_one_recipe_are_two_findings(make_site: MakeSite, tmp
     )
 
 
+def test_groups_past_the_first_are_one_line_each_and_every_finding_keeps_its_anchor(
+    make_site: MakeSite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(findings_pages, "GROUPS_IN_FULL", 1)
+    rows = _slow_run_everywhere(2)
+    rows += run("2026-04-01", 50.0, concurrency=1, node="node-b", engine_version="1.1.0")
+    rows += run("2026-04-01", 50.0, concurrency=2, node="node-b", engine_version="1.1.0")
+    out = _build(make_site, tmp_path, rows)
+    page = _soup(out / "recipes/tiny/index.html")
+    section = page.select_one("section.findings")
+    [banner] = section.select(".banner.finding")
+    assert len(banner.select("details.finding-settings tbody tr")) == 2
+    [line] = section.select(".finding-lines tbody tr")
+    assert section.select_one(".finding-lines h3").get_text(strip=True) == "1 more finding on this recipe"
+    assert line.select_one("th").get_text(" ", strip=True).replace("\xa0", " ") == (
+        "A loss since 1.1.0 on 2026-04-01: the later run read 50 tok/s, against 100–101 tok/s in both "
+        "earlier runs, on 2026-01-01 and 2026-02-01 (−50.2 %)."
+    )
+    assert line.select("td")[0].get_text(" ", strip=True).endswith("and 1 more")
+    assert line.select("td")[1].get_text() == "engine_version, node"
+    # Every finding (four: two settings in each group) can be linked to on the page.
+    loaded = load_and_reconcile(load_config(tmp_path / "site-root"))
+    assert loaded.recon is not None
+    anchors = {f"finding-{f.id}" for f in loaded.recon.findings_for("tiny")}
+    assert len(anchors) == 4 and anchors <= {tag["id"] for tag in section.select("[id]")}
+
+
 def test_real_regressions_read_as_one_loss_each_on_their_pages(tmp_path: Path) -> None:
     import shutil
 
