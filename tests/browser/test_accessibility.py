@@ -1,7 +1,8 @@
 """axe-core (:mod:`tests.browser.axe`) on what the page-kind visits of ``test_site`` do not reach.
 
 Every page kind is checked on a desktop and on a phone by ``test_site``'s visits themselves
-(``test_every_page_kind_loads_cleanly`` and ``test_every_page_kind_fits_a_phone``).
+(``test_every_page_kind_loads_cleanly`` with every rule, ``test_every_page_kind_fits_a_phone`` with
+the rules that depend on the layout, :data:`~tests.browser.axe.LAYOUT_RULES`).
 """
 
 from __future__ import annotations
