@@ -226,14 +226,12 @@ class SiteFindings:
 
     def digest(self) -> str | None:
         """A hash of every recipe's findings as stored (the computed ones detached and pickled
-        now, as the record's save would), without restoring any: pages that list the findings
-        depend on it, not on every row. None when a recipe's are not stored, and when none was
-        kept from an earlier build (a first build, ``build --no-cache``: pickling every finding
-        here would cost ≈ 0.2 s that a build keeping nothing never pays)."""
+        now, which the record's save then reuses), without restoring any: pages that list the
+        findings depend on it, not on every row. A first build gives it too, so that the edit after
+        it finds the same digest and renders none of those pages again. None when a recipe's
+        findings cannot be stored."""
         import hashlib
 
-        if not self._kept:
-            return None
         self._memo.settle()
         stored = self._memo.stored
         whole = hashlib.sha256(b"findings\0")

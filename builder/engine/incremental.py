@@ -470,7 +470,7 @@ class IncrementalBuilder:
         values: dict[str, Callable[[str], bytes | None]] = {}  # filled once the context is made
         earlier_digests = state.dep_digests if state is not None else None
 
-        # Every finding, by their digest: none is a value of its own (a first build has no digest yet).
+        # Every finding, by their digest: none is a value of its own.
         def findings() -> str | None:
             return "none" if recon.finding_counts()[0] == 0 else recon.findings_digest()
 

@@ -705,19 +705,15 @@ def test_the_environment_names_the_digest_function(site: Path, monkeypatch: pyte
 def test_findings_pages_follow_the_findings_not_every_row(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """/findings/ and its feed depend on a digest of the findings (findings_memo.SiteFindings.digest):
-    a row file that changes no finding renders neither; one that makes a finding renders both."""
+    """/findings/ and its feed depend on a digest of the findings (findings_memo.SiteFindings.digest),
+    from the first build on: an edit elsewhere renders neither, nor does a row file that changes no
+    finding; one that makes a finding renders both."""
     from builder.site import findings_pages
 
     generate.add_row_file(site, 0, "2026-07-01", rows=24, seed=9, factor=0.5)  # a finding to list
     out = tmp_path / "out"
     assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
     assert "<entry>" in (out / "findings" / "feed.xml").read_text(encoding="utf-8")
-    # A first build keeps no findings yet, so its pages depend on the rows; the next build, which
-    # has kept findings to hash, moves them to the digest (rendering them once).
-    post = sorted((site / "content" / "posts").glob("*.md"))[0]
-    post.write_text(post.read_text(encoding="utf-8") + "\nA post edit.\n", encoding="utf-8")
-    assert IncrementalBuilder(load_config(site, out), workers=1).build(None).ok
     rendered: list[str] = []
     real = findings_pages.render_findings_feed
 
@@ -726,6 +722,10 @@ def test_findings_pages_follow_the_findings_not_every_row(
         return real(ctx)
 
     monkeypatch.setattr(findings_pages, "render_findings_feed", feed)
+    post = sorted((site / "content" / "posts").glob("*.md"))[0]
+    post.write_text(post.read_text(encoding="utf-8") + "\nA post edit.\n", encoding="utf-8")
+    report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
+    assert report.ok and rendered == [] and "findings/index.html" not in report.written
     generate.add_row_file(site, 2, "2026-07-10", rows=24, seed=11)  # a run that agrees
     report = IncrementalBuilder(load_config(site, out), workers=1).build(None)
     assert report.ok and rendered == []
