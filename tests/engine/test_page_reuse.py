@@ -65,6 +65,31 @@ def test_unchanged_needs_known_templates_the_same_reads_and_no_changed_template(
     assert not prints(same, same, changed=set()).unchanged(read_more)  # rows: no earlier digest
 
 
+def test_pages_sharing_reads_are_judged_alike_and_each_read_is_compared_once() -> None:
+    compared: list[str] = []
+
+    class Counting(Digests):
+        def unchanged(self, dep: str) -> bool:
+            compared.append(dep)
+            return super().unchanged(dep)
+
+    before = {"front:a": b"1", "front:b": b"1", "rows": b"1"}
+    deps: Any = Counting({**before, "front:b": b"2"}, before)
+    fp = Fingerprints(b"global", deps, {"templates/page.html": b"t1"}, set())
+
+    def record(*reads: str) -> OutputRecord:
+        return OutputRecord(b"fp", b"d", ("page.html",), (1, 1, 1), reads)
+
+    verdicts = [
+        fp.unchanged(record("front:a", "rows")),
+        fp.unchanged(record("front:b", "rows")),  # front:b changed
+        fp.unchanged(record("rows", "front:a")),
+        fp.unchanged(record("front:b")),  # judged stale again, without comparing it again
+    ]
+    assert verdicts == [True, False, True, False]
+    assert sorted(compared) == ["front:a", "front:b", "rows"]
+
+
 def test_sort_keeps_intact_pages_whose_reads_kept_their_digests_and_renders_the_rest() -> None:
     fp = prints({"front:a": b"1"})
     fingerprint = fp.of("a.html", ("front:a",), ("page.html",))
