@@ -27,13 +27,18 @@ def _labels(finding: Finding) -> dict[str, Any]:
     """What both a finding's full view and its table row show besides its figures."""
     label, unit = METRIC_LABELS.get(finding.metric, (finding.metric, ""))
     return {
-        "anchor": f"finding-{finding.id}",
+        "anchor": _anchor(finding),
         "metric_label": label,
         "unit": unit,
         "setting_text": finding.setting_text(),
         "change_pct": change_text(finding.change),
         "band_pct": f"±{finding.noise.relative * 100:.1f} %",
     }
+
+
+def _anchor(finding: Finding) -> str:
+    """The id a finding is linked to on its recipe's page."""
+    return f"finding-{finding.id}"
 
 
 def finding_view(finding: Finding, site: Site) -> dict[str, Any]:
@@ -86,15 +91,16 @@ def finding_groups(findings: list[Finding], site: Site, full: int = FULL_PER_GRO
     """A recipe's findings by their ``group`` (open groups first): one regression seen at every
     setting and metric it covered reads as one finding, not dozens of banners. Each group: its first
     ``full`` findings as views, and every member as a row of its table of settings."""
-    return [
-        {
-            "id": members[0].group,
-            "is_open": members[0].is_open,
-            "full": [finding_view(f, site) for f in members[:full]],
-            "settings": [finding_row(f, site) for f in members] if len(members) > 1 else [],
-        }
-        for members in _by_group(findings)
-    ]
+    return [_group_view(members, site, full) for members in _by_group(findings)]
+
+
+def _group_view(members: list[Finding], site: Site, full: int = FULL_PER_GROUP) -> dict[str, Any]:
+    return {
+        "id": members[0].group,
+        "is_open": members[0].is_open,
+        "full": [finding_view(f, site) for f in members[:full]],
+        "settings": [finding_row(f, site) for f in members] if len(members) > 1 else [],
+    }
 
 
 def _by_group(findings: list[Finding]) -> list[list[Finding]]:
@@ -105,16 +111,15 @@ def _by_group(findings: list[Finding]) -> list[list[Finding]]:
     return [members for _, members in sorted(groups.items(), key=lambda kv: kv[0][0])]
 
 
-def finding_line(members: list[Finding]) -> dict[str, Any]:
-    """A group of findings as one line of a table: its first finding's sentence, metric and setting,
-    what differs, and the anchors of the group's other findings (links to them keep working)."""
+def finding_line(members: list[Finding], site: Site) -> dict[str, Any]:
+    """A group of findings as one line of a table: its first finding as a row (:func:`finding_row`)
+    with its sentence, and the anchors of the group's other findings (links to them keep working)."""
     first = members[0]
     return {
-        **_labels(first),
+        **finding_row(first, site),
         "summary": first.summary(),
         "is_open": first.is_open,
-        "explained_by": [d.field for d in first.explanation.explained_by],
-        "more": [_labels(f)["anchor"] for f in members[1:]],
+        "more": [_anchor(f) for f in members[1:]],
     }
 
 
@@ -124,10 +129,9 @@ def recipe_findings(ctx: RenderContext, slug: str) -> tuple[dict[str, Any], list
     findings = ctx.recon.findings_for(slug)
     marked = sorted({row_id for f in findings for row_id in f.row_ids})
     grouped = _by_group(findings)
-    full = [f for members in grouped[:GROUPS_IN_FULL] for f in members]
     return {
-        "groups": finding_groups(full, ctx.site),
-        "lines": [finding_line(members) for members in grouped[GROUPS_IN_FULL:]],
+        "groups": [_group_view(members, ctx.site) for members in grouped[:GROUPS_IN_FULL]],
+        "lines": [finding_line(members, ctx.site) for members in grouped[GROUPS_IN_FULL:]],
         "count": len(findings),
     }, marked
 
