@@ -10,7 +10,8 @@ The interface the dev server and ``build`` code against::
 returns the problems and leaves the previous output as it was. :meth:`IncrementalBuilder.run` is
 the same build raising them, as :func:`build` does. The preview also asks for the page of one saved
 file first (:meth:`IncrementalBuilder.quick`), and may cancel a build before it writes anything
-(``build(changed, commit=...)``).
+(``build(changed, commit=...)``), and saves the record when it is idle rather than after each build
+(``build(changed, save_record=False)``, then :meth:`IncrementalBuilder.save_record`).
 
 How a rebuild stays correct
     Every input is known by its content hash (:mod:`builder.engine.inputs`). What an earlier build
@@ -43,7 +44,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from builder.content.markdown import Markdown, RenderedBody
 from builder.engine.build_state import (
@@ -152,20 +153,30 @@ class IncrementalBuilder:
         self._cache: LoadCache | None = None
         self._cache_code: bytes | None = None
         """Builder code and toolchain the load cache was made with."""
+        self._unsaved: Literal["state", "all"] | None = None
+        """What of the in-memory record is newer than the one on disk: its inputs and outputs alone
+        (after a no-op build), or the load cache too."""
 
     # Public ---------------------------------------------------------------------------------------
 
     def build(
-        self, changed: set[Path] | frozenset[Path] | None = None, *, commit: Commit | None = None
+        self,
+        changed: set[Path] | frozenset[Path] | None = None,
+        *,
+        commit: Commit | None = None,
+        save_record: bool = True,
     ) -> BuildReport:
         """Bring the output up to date; ``changed`` lists source paths known to have changed.
 
         Problems come back in the report; nothing a site can contain makes this raise. ``commit``
         is asked once, before the build writes anything (output or record): when it says no, the
         build stops there, as if it had not run (``report.cancelled``); the next build redoes it.
+
+        With ``save_record=False`` the build's record is kept in memory only, until
+        :meth:`save_record`: the preview saves it once nobody waits.
         """
         try:
-            return self.run(changed, commit=commit)
+            return self.run(changed, commit=commit, save_record=save_record)
         except BuildCancelled:
             return BuildReport(cancelled=True, cache_note=self._record.note)
         except BuildAborted as exc:
@@ -334,8 +345,19 @@ class IncrementalBuilder:
         self._quick_site, self._applied = None, {}
         return True
 
+    def save_record(self) -> None:
+        """Save the record of the builds since the last save, if any (see :meth:`build`)."""
+        if self._unsaved is None or self._state is None:
+            return
+        if self._unsaved == "state":
+            self._record.save_state(self._state)  # a no-op build: the load cache is as it was
+        else:
+            assert self._cache is not None
+            self._record.save(self._state, self._cache, self._cache_code)
+        self._unsaved = None
+
     def close(self) -> None:
-        """Forget the in-memory state (the on-disk record stays)."""
+        """Forget the in-memory state (the on-disk record stays; see :meth:`save_record`)."""
         self.close_connection()
         self._context = None
         self._quick_site, self._applied = None, {}
@@ -345,7 +367,11 @@ class IncrementalBuilder:
     # The build ------------------------------------------------------------------------------------
 
     def run(
-        self, changed: set[Path] | frozenset[Path] | None = None, *, commit: Commit | None = None
+        self,
+        changed: set[Path] | frozenset[Path] | None = None,
+        *,
+        commit: Commit | None = None,
+        save_record: bool = True,
     ) -> BuildReport:
         """The build; raises :class:`BuildAborted` or another :class:`BuilderError` on problems, and
         :class:`BuildCancelled` when ``commit`` says no (see :meth:`build`).
@@ -359,6 +385,10 @@ class IncrementalBuilder:
         stages = cache.memo.entries("stage") if cache is not None else {}
         try:
             report = self._run(changed, commit or _always)
+            if save_record:
+                started = time.perf_counter()
+                self.save_record()
+                report.seconds["save"] = time.perf_counter() - started
         except BaseException:
             # The output stages' entries name files of the published site: those this build made
             # or made again were not published (it stopped before, or while, publishing), so they
@@ -409,7 +439,7 @@ class IncrementalBuilder:
                 raise BuildCancelled
             remove_leftovers(config.out)
             state.inputs = inputs
-            self._record.save_state(state)
+            self._unsaved = self._unsaved or "state"
             self._quick_site, self._applied = None, {}  # the kept site is the inputs' again
             return BuildReport(
                 warnings=list(state.warnings), files=state.files, rows=state.rows, noop=True, seconds=seconds
@@ -604,9 +634,8 @@ class IncrementalBuilder:
         )
         self._state = new_state
         keep_bodies(markdown, cache.memo)
-        self._record.save(new_state, cache, self._cache_code)
-        cache.unsettled = None  # settled by the save; without one, not kept (it holds the site)
-        lap("save")
+        cache.settle()  # what the load left to store, stored before the next load replaces it
+        self._unsaved = "all"
         site.close_connection()
         self._context = ctx if self.keep_context else None
         self._quick_site, self._applied = None, {}

@@ -10,7 +10,8 @@ so the engine starts an empty memo whenever the code (or a library's version) ch
 
 A build keeps what it used: :meth:`settled` gives the entries asked for or added since the last call
 (pickled, each once: the bytes read from the record are written back as they were) and forgets the
-rest, so the memo holds one build's worth, whatever was edited before.
+rest, so the memo holds the worth of the builds since the last save (one, but in the preview), whatever
+was edited before.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ the content, the data, the templates or ``site.yaml`` is a result with problems,
 A save of one recipe or row file is answered first with that recipe's page alone
 (:meth:`IncrementalBuilder.quick <builder.engine.incremental.IncrementalBuilder.quick>`); the result
 asks for the full rebuild next (its ``followup``).
+
+The build record (what the next start-up builds from) is saved when the preview is idle
+(:meth:`PreviewBuilder.save_record`) and when it closes, not after each rebuild: at 1,000 recipes its
+save takes about 0.1 s, which a save arriving as a rebuild ends would otherwise wait for.
 """
 
 from __future__ import annotations
@@ -103,9 +107,8 @@ class PreviewBuilder:
         engine = self.engine
 
         def run(commit: Commit | None) -> RebuildResult:
-            return self._result(
-                engine.build(None if changed is None else set(changed), commit=commit), changed
-            )
+            paths = None if changed is None else set(changed)
+            return self._result(engine.build(paths, commit=commit, save_record=False), changed)
 
         if self.standby is None or changed is None:
             return run(None)
@@ -155,7 +158,13 @@ class PreviewBuilder:
         if self.engine is not None:
             self.engine.rehearse()
 
+    def save_record(self) -> None:
+        """Save the record of the rebuilds since the last save (when nobody waits, and on close)."""
+        if self.engine is not None:
+            self.engine.save_record()
+
     def close(self) -> None:
         if self.engine is not None:
+            self.engine.save_record()
             self.engine.close()
             self.engine = None

@@ -45,6 +45,8 @@ _CANCEL = "cancel"
 """Sent while a rebuild runs, when newer changes wait: a rebuild that has written nothing yet stops."""
 _POLL = 0.002
 """Seconds between two looks at ``interrupt`` while the server waits for an answer."""
+_IDLE = 1.0
+"""Seconds without a request after which the child saves the build record (see :mod:`builder.serve.preview`)."""
 _TOKEN = b"!"
 
 MakePreview = Callable[..., Any]
@@ -161,6 +163,11 @@ def _child(
     try:
         while True:
             try:
+                if not conn.poll(_IDLE):
+                    preview.save_record()
+            except Exception:  # only an optimisation: the next start-up builds more
+                pass
+            try:
                 message = conn.recv()
             except EOFError:
                 return
@@ -174,7 +181,8 @@ def _child(
                 result = internal_error(exc)
             conn.send((os.getpid(), result))
             try:
-                preview.prepare()
+                if not conn.poll(0):  # nobody waits yet
+                    preview.prepare()
             except Exception:  # only an optimisation
                 pass
     finally:

@@ -865,6 +865,44 @@ def test_a_build_cancelled_before_it_writes_leaves_everything_and_the_next_build
     assert_same_files(published(out), expected, "after a cancelled build")
 
 
+def test_a_build_told_not_to_save_its_record_leaves_it_until_save_record(site: Path, tmp_path: Path) -> None:
+    """The preview builds with ``save_record=False`` and saves the record once idle: until then the
+    record on disk is the last one saved. A process started from that older record still builds
+    build_site's site; after ``save_record()``, a new process takes the record as up to date, also
+    after a no-op build in between."""
+    out = tmp_path / "serve"
+    record = state_dir(site, out.resolve())
+    engine = IncrementalBuilder(load_config(site, out), atomic=False, keep_context=True)
+    assert engine.build(None).ok
+    record_before = tree(record)
+    editor = Editor(site, random.Random(SEED))
+    report = engine.build(editor.edit_front() | editor.add_rows(), save_record=False)
+    assert report.ok and report.written and "save" not in report.seconds
+    assert engine.build(editor.edit_body(), save_record=False).ok
+    assert tree(record) == record_before
+    problems, expected = pure_build(site, tmp_path / "pure")
+    assert problems is None
+    assert_same_files(published(out), expected, "after builds not saved")
+
+    # A new process from the older record finds the output newer than its record, and mends it.
+    # (Run on copies: the first process's record and output are put back after.)
+    for folder in (out, record):
+        shutil.copytree(folder, tmp_path / "kept" / folder.name)
+    restarted = IncrementalBuilder(load_config(site, out), atomic=False)
+    assert restarted.build(None).ok
+    assert_same_files(published(out), expected, "a new process from the older record")
+    for folder in (out, record):
+        shutil.rmtree(folder)
+        shutil.copytree(tmp_path / "kept" / folder.name, folder)
+
+    assert engine.build(set(), save_record=False).ok  # the copies put back are other files
+    assert engine.build(set(), save_record=False).noop
+    engine.save_record()
+    assert tree(record) != record_before
+    again = IncrementalBuilder(load_config(site, out), atomic=False).build(None)
+    assert again.ok and again.noop
+
+
 def test_output_stages_of_a_failed_build_are_not_taken_for_published(site: Path, tmp_path: Path) -> None:
     """New rows and a broken template in one batch: the output stages (downloads, API) run beside the
     render and make the new rows' files, but the build fails and publishes none of them. Once the

@@ -214,7 +214,9 @@ def test_no_quick_page_for_several_files_or_a_new_recipe(root: Path, tmp_path: P
 
 
 def test_after_a_no_op_start_up_the_site_is_loaded_next_for_quick_pages(root: Path, tmp_path: Path) -> None:
-    assert PreviewBuilder(root, tmp_path / "serve")(None).ok  # an earlier session built it
+    earlier = PreviewBuilder(root, tmp_path / "serve")  # an earlier session built it
+    assert earlier(None).ok
+    earlier.close()  # and saved its record as it stopped
     preview = PreviewBuilder(root, tmp_path / "serve")
     start = preview(None)
     assert start.ok and start.changed == frozenset() and start.followup == {WARM}
