@@ -45,7 +45,7 @@ _CANCEL = "cancel"
 """Sent while a rebuild runs, when newer changes wait: a rebuild that has written nothing yet stops."""
 _POLL = 0.002
 """Seconds between two looks at ``interrupt`` while the server waits for an answer."""
-_IDLE = 1.0
+IDLE = 1.0
 """Seconds without a request after which the child saves the build record (see :mod:`builder.serve.preview`)."""
 _TOKEN = b"!"
 
@@ -145,7 +145,12 @@ class Standby:
 
 
 def _child(
-    conn: Connection, root: Path, out: Path | None, workers: int | None, make: MakePreview | None = None
+    conn: Connection,
+    root: Path,
+    out: Path | None,
+    workers: int | None,
+    make: MakePreview | None = None,
+    idle: float = IDLE,
 ) -> None:
     """The child's loop: build for each batch of paths received, send back the result (with the pid
     of the process answering). Not a daemon (those may not fork render workers); it ends when the
@@ -163,7 +168,7 @@ def _child(
     try:
         while True:
             try:
-                if not conn.poll(_IDLE):
+                if not conn.poll(idle):
                     preview.save_record()
             except Exception:  # only an optimisation: the next start-up builds more
                 pass
@@ -199,7 +204,8 @@ class BuildProcess:
 
     ``interrupt``: whether newer changes wait (the watcher holds one); a full rebuild running
     then is cancelled, its paths returned as the result's ``followup``. ``make``: what the child
-    builds with (a :class:`~builder.serve.preview.PreviewBuilder` by default; picklable)."""
+    builds with (a :class:`~builder.serve.preview.PreviewBuilder` by default; picklable). ``idle``:
+    seconds without a request after which the child saves the build record."""
 
     def __init__(
         self,
@@ -209,8 +215,9 @@ class BuildProcess:
         workers: int | None = None,
         interrupt: Callable[[], bool] | None = None,
         make: MakePreview | None = None,
+        idle: float = IDLE,
     ) -> None:
-        self._args = (root, out, workers, make)
+        self._args = (root, out, workers, make, idle)
         self._interrupt = interrupt
         self._mp = multiprocessing.get_context("spawn")
         self._process: Any = None

@@ -23,6 +23,8 @@ from tests.conftest import MakeSite, tree
 from tests.engine.pure_build import differences, pure_build
 
 PAGE = "recipes/tiny/index.html"
+IDLE = 0.2
+"""The build process's idle seconds before it saves the record (1 in ``serve``)."""
 T = TypeVar("T")
 
 
@@ -56,6 +58,14 @@ def _when(found: Callable[[], T], timeout: float = 60) -> T:
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
     return value
+
+
+def _saved(record: Path, earlier: dict[str, bytes]) -> dict[str, bytes] | None:
+    """The record's files once a save other than ``earlier`` has ended (its state written last, no
+    temporary file left), else None."""
+    now = tree(record)
+    done = "state.pickle" in now and not any(name.startswith(".") for name in now)
+    return now if done and now.get("state.pickle") != earlier.get("state.pickle") else None
 
 
 def test_builds_answer_from_a_child_process(make_site: MakeSite, tmp_path: Path) -> None:
@@ -106,11 +116,16 @@ def test_a_save_during_a_rebuild_is_answered_without_waiting_for_it(
     gate.mkdir()
     newer = threading.Event()
     process = BuildProcess(
-        root, out, workers=1, interrupt=newer.is_set, make=functools.partial(HeldPreview, gate=gate)
+        root,
+        out,
+        workers=1,
+        interrupt=newer.is_set,
+        make=functools.partial(HeldPreview, gate=gate),
+        idle=IDLE,
     )
     try:
         assert process(None).ok
-        _when(lambda: tree(state_dir(root, out.resolve())))  # its record, saved once idle
+        _when(lambda: _saved(state_dir(root, out.resolve()), {}))  # its record, saved once idle
         recipe = root / "content/recipes/tiny.md"
         recipe.write_text(recipe.read_text() + "\nA sentence saved first.\n")
         quick = process(frozenset({recipe}))
@@ -192,21 +207,21 @@ def test_the_record_is_saved_when_idle_and_on_close_not_after_each_rebuild(
     make_site: MakeSite, tmp_path: Path
 ) -> None:
     """A rebuild answers without saving the build record (at 1,000 recipes the save takes 0.1 s, which
-    a save arriving then would wait for); the child saves it once no request came for ``_IDLE``
-    seconds (one), and when it stops. A new build process then finds nothing to build."""
+    a save arriving then would wait for); the child saves it once no request came for a second
+    (``IDLE``), and when it stops. A new build process then finds nothing to build."""
     root = make_site()
     out = tmp_path / "serve"
     record = state_dir(root, out.resolve())
-    process = BuildProcess(root, out, workers=1)
+    process = BuildProcess(root, out, workers=1)  # idle for a second before it saves
     try:
         assert process(None).ok
-        saved = _when(lambda: tree(record))  # the start-up build's record, once idle
+        saved = _when(lambda: _saved(record, {}))  # the start-up build's record, once idle
         recipe = root / "content/recipes/tiny.md"
         recipe.write_text(recipe.read_text() + "\nA sentence from the test.\n")
         quick = process(frozenset({recipe}))
         assert process(quick.followup).ok
         assert tree(record) == saved  # answered before the record's save
-        saved = _when(lambda: (now := tree(record)) != saved and now)
+        saved = _when(lambda: _saved(record, saved))
         recipe.write_text(recipe.read_text() + "\nAnother sentence.\n")
         assert process(process(frozenset({recipe})).followup).ok
         assert tree(record) == saved
@@ -215,8 +230,6 @@ def test_the_record_is_saved_when_idle_and_on_close_not_after_each_rebuild(
     assert tree(record) != saved  # saved as the child stopped
     problems, expected = pure_build(root, tmp_path / "pure")
     assert problems is None and differences(out, expected) == ""
-    again = BuildProcess(root, out, workers=1)
-    try:
-        assert WARM in again(None).followup  # a no-op start-up: the record is the output's
-    finally:
-        again.close()
+    again = PreviewBuilder(root, out)  # as a new build process starts
+    assert WARM in again(None).followup  # a no-op start-up: the record is the output's
+    again.close()
