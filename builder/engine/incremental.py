@@ -357,7 +357,8 @@ class IncrementalBuilder:
         self._unsaved = None
 
     def close(self) -> None:
-        """Forget the in-memory state (the on-disk record stays; see :meth:`save_record`)."""
+        """Save the record of builds not saved yet (:meth:`save_record`), then forget the in-memory state."""
+        self.save_record()
         self.close_connection()
         self._context = None
         self._quick_site, self._applied = None, {}

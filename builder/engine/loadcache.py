@@ -93,7 +93,7 @@ class LoadCache(SiteLoader):
     (:meth:`builder.engine.findings_memo.FindingsMemo.settle`); run by :meth:`settle`, never pickled."""
 
     def settle(self) -> None:
-        """Complete the cache before it is saved (see :attr:`unsettled`)."""
+        """Complete the cache at the end of a build, before a save or the next load (see :attr:`unsettled`)."""
         self._scanned = None
         unsettled, self.unsettled = self.unsettled, None
         if unsettled is not None:

@@ -109,7 +109,6 @@ class Record:
         """Write the record: the load cache's files only where they changed."""
         if not self.persist:
             return
-        cache.settle()
         blobs = cache.memo.settled()
         folder = self.folder
         try:

@@ -165,6 +165,5 @@ class PreviewBuilder:
 
     def close(self) -> None:
         if self.engine is not None:
-            self.engine.save_record()
-            self.engine.close()
+            self.engine.close()  # saves the record first
             self.engine = None
